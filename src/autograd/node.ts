@@ -1,0 +1,67 @@
+// A node of the autograd graph: how to turn the gradient of one op's output into
+// gradients of its inputs. Nodes are reference counted so that the tensors they save
+// for backward are released as soon as nothing can reach them any more.
+
+import type { DType } from '../core/dtype.js';
+import { AutogradError } from '../core/errors.js';
+import { Tensor, type GradFnRef } from '../tensor/tensor.js';
+
+/** Where an input's gradient goes: the node that produced it, or a leaf to accumulate into. */
+export type Edge = { readonly node: GradNode } | { readonly leaf: Tensor } | null;
+
+export interface BackwardContext<A> {
+  /** saved inputs (aliases; null where the op did not save them) */
+  readonly inputs: readonly (Tensor | null)[];
+  readonly output: Tensor | null;
+  readonly inputShapes: readonly (readonly number[])[];
+  readonly inputDTypes: readonly DType[];
+  readonly attrs: A;
+  /** which inputs need a gradient; backward may skip the others */
+  readonly needsGrad: readonly boolean[];
+}
+
+export type BackwardFn<A> = (grad: Tensor, ctx: BackwardContext<A>) => readonly (Tensor | null)[];
+
+export class GradNode<A = unknown> implements GradFnRef {
+  private refs = 0;
+  private freed = false;
+  constructor(
+    readonly name: string,
+    private readonly backwardFn: BackwardFn<A>,
+    readonly next: readonly Edge[],
+    private ctx: BackwardContext<A> | null,
+  ) {
+    for (const e of next) if (e && 'node' in e) e.node.retain();
+  }
+
+  retain(): void {
+    this.refs++;
+  }
+
+  release(): void {
+    if (--this.refs === 0) {
+      this.freeSaved();
+      for (const e of this.next) if (e && 'node' in e) e.node.release();
+    }
+  }
+
+  /** Drops the tensors saved for backward (after backward, or when unreachable). */
+  freeSaved(): void {
+    if (!this.ctx) return;
+    for (const t of this.ctx.inputs) t?.dispose();
+    this.ctx.output?.dispose();
+    this.ctx = null;
+    this.freed = true;
+  }
+
+  apply(grad: Tensor): readonly (Tensor | null)[] {
+    if (!this.ctx) {
+      throw new AutogradError(
+        this.freed ? 'the graph was already freed by an earlier backward()' : 'node has no saved state',
+        `${this.name}.backward`,
+        'pass { retainGraph: true } to the first backward() to run backward twice',
+      );
+    }
+    return this.backwardFn(grad, this.ctx);
+  }
+}

@@ -1,0 +1,28 @@
+// The backend interface: a handful of methods. A backend allocates buffers, copies data,
+// prepares a kernel from a KernelSpec and launches it. Everything above this line
+// (ops, autograd, the compiler's fusion and scheduling) is backend-neutral.
+
+import type { DType, TypedArray } from '../core/dtype.js';
+import type { KernelSpec, KernelArgs } from './kernel-spec.js';
+
+/** An opaque buffer owned by a backend. */
+export interface BackendBuffer {
+  readonly dtype: DType;
+  readonly size: number;
+}
+
+export interface PreparedKernel {
+  readonly spec: KernelSpec;
+}
+
+export interface Backend {
+  readonly name: string;
+  alloc(dtype: DType, size: number): BackendBuffer;
+  free(buf: BackendBuffer): void;
+  write(buf: BackendBuffer, data: TypedArray, offset?: number): void;
+  /** Synchronous read; a GPU backend may throw and ask for `read`. */
+  readSync(buf: BackendBuffer): TypedArray;
+  read(buf: BackendBuffer): Promise<TypedArray>;
+  prepare(spec: KernelSpec): PreparedKernel;
+  launch(kernel: PreparedKernel, args: KernelArgs): void;
+}

@@ -1,0 +1,146 @@
+// The JavaScript backend: buffers are typed arrays, kernels are generated JS functions
+// (pointwise, reductions) or hand-written loops (matmul, indexing, windows).
+
+import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
+import { normalStream, uniformStream } from '../../core/random.js';
+import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
+import { coalesce } from '../iteration.js';
+import type { KernelArgs, KernelSpec, ViewArg } from '../kernel-spec.js';
+import { exprKey } from '../scalar-expr.js';
+import { cumsum, gather, indexAdd, indexSelect, scatterAdd } from './indexing.js';
+import { matmul2d } from './matmul.js';
+import { pointwiseKernel } from './pointwise.js';
+import { reduceKernel } from './reduce.js';
+import { col2im, im2col } from './window.js';
+
+export class JsBuffer implements BackendBuffer {
+  constructor(readonly dtype: DType, readonly data: TypedArray) {}
+  get size(): number {
+    return this.data.length;
+  }
+}
+
+interface JsKernel extends PreparedKernel {
+  run(args: KernelArgs): void;
+}
+
+const data = (v: ViewArg): TypedArray => (v.buf as JsBuffer).data;
+
+export class JsBackend implements Backend {
+  readonly name = 'js';
+  private readonly prepared = new Map<string, JsKernel>();
+
+  alloc(dtype: DType, size: number): BackendBuffer {
+    return new JsBuffer(dtype, new TYPED_ARRAY[dtype](size));
+  }
+  free(_buf: BackendBuffer): void {
+    // typed arrays are garbage collected; nothing to release
+  }
+  write(buf: BackendBuffer, src: TypedArray, offset = 0): void {
+    (buf as JsBuffer).data.set(src, offset);
+  }
+  readSync(buf: BackendBuffer): TypedArray {
+    return (buf as JsBuffer).data;
+  }
+  read(buf: BackendBuffer): Promise<TypedArray> {
+    return Promise.resolve((buf as JsBuffer).data);
+  }
+
+  prepare(spec: KernelSpec): PreparedKernel {
+    const key = specKey(spec);
+    let k = this.prepared.get(key);
+    if (!k) {
+      k = { spec, run: buildRunner(spec) };
+      this.prepared.set(key, k);
+    }
+    return k;
+  }
+
+  launch(kernel: PreparedKernel, args: KernelArgs): void {
+    (kernel as JsKernel).run(args);
+  }
+}
+
+function specKey(spec: KernelSpec): string {
+  if (spec.kind === 'pointwise') return `pw|${exprKey(spec.expr)}|${spec.outDType}|${spec.nInputs}|${spec.ndim}`;
+  return JSON.stringify(spec);
+}
+
+function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
+  switch (spec.kind) {
+    case 'pointwise':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'pointwise' }>;
+        const c = coalesce(args.shape, [args.out.strides, ...args.inputs.map((v) => v.strides)]);
+        const ndim = c.shape.length;
+        const fn = pointwiseKernel(`${exprKey(spec.expr)}|${spec.nInputs}|${ndim}`, spec.expr, spec.nInputs, ndim);
+        fn(args.params, data(args.out), args.out.offset, c.strides[0]!, args.inputs.map(data),
+          args.inputs.map((v) => v.offset), c.strides.slice(1), c.shape);
+      };
+    case 'reduce':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'reduce' }>;
+        const fn = reduceKernel(spec.op, args.keepShape.length, args.reduceShape.length);
+        fn(data(args.input), args.input.offset, args.input.strides, data(args.out), args.out.offset, args.out.strides,
+          args.keepShape, args.reduceShape);
+      };
+    case 'matmul':
+      return (a) => runMatmul(a as Extract<KernelArgs, { kind: 'matmul' }>);
+    case 'gather':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'gather' }>;
+        gather(args, data, args.dimSize);
+      };
+    case 'scatterAdd':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'scatterAdd' }>;
+        scatterAdd(args, data, args.dimSize);
+      };
+    case 'indexSelect':
+      return (a) => indexSelect(a as Extract<KernelArgs, { kind: 'indexSelect' }>, data);
+    case 'indexAdd':
+      return (a) => indexAdd(a as Extract<KernelArgs, { kind: 'indexAdd' }>, data);
+    case 'cumsum':
+      return (a) => cumsum(a as Extract<KernelArgs, { kind: 'cumsum' }>, data);
+    case 'im2col':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'im2col' | 'col2im' }>;
+        im2col(data(args.image), args.image.offset, data(args.cols), args.cols.offset, args.geom);
+      };
+    case 'col2im':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'im2col' | 'col2im' }>;
+        col2im(data(args.cols), args.cols.offset, data(args.image), args.image.offset, args.geom);
+      };
+    case 'random':
+      return (a) => {
+        const args = a as Extract<KernelArgs, { kind: 'random' }>;
+        const out = data(args.out).subarray(args.out.offset, args.out.offset + args.size) as Float32Array | Float64Array;
+        (spec.dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, out);
+      };
+  }
+}
+
+function runMatmul(args: Extract<KernelArgs, { kind: 'matmul' }>): void {
+  const { a, b, out, batchShape, m, n, k } = args;
+  const nb = batchShape.length;
+  const total = batchShape.reduce((x, y) => x * y, 1);
+  const idx = new Array<number>(nb).fill(0);
+  let aOff = a.offset, bOff = b.offset, cOff = out.offset;
+  const A = data(a), B = data(b), C = data(out);
+  for (let t = 0; t < total; t++) {
+    matmul2d({
+      a: A, aOff, sam: a.strides[nb]!, sak: a.strides[nb + 1]!,
+      b: B, bOff, sbk: b.strides[nb]!, sbn: b.strides[nb + 1]!,
+      c: C, cOff, scm: out.strides[nb]!, scn: out.strides[nb + 1]!,
+      m, n, k,
+    });
+    for (let d = nb - 1; d >= 0; d--) {
+      idx[d]!++;
+      aOff += a.strides[d]!; bOff += b.strides[d]!; cOff += out.strides[d]!;
+      if (idx[d]! < batchShape[d]!) break;
+      aOff -= a.strides[d]! * batchShape[d]!; bOff -= b.strides[d]! * batchShape[d]!; cOff -= out.strides[d]! * batchShape[d]!;
+      idx[d] = 0;
+    }
+  }
+}

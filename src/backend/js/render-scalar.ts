@@ -1,0 +1,118 @@
+// Renders a ScalarExpr as a JavaScript expression. Helper functions (erf, round half
+// to even) are passed into the generated code's scope and inlined by the JIT.
+
+import type { ScalarExpr, ScalarOp } from '../scalar-expr.js';
+
+export function erf(x: number): number {
+  // W. J. Cody's rational approximations; |error| < 1.2e-16 relative to float64 erf.
+  const ax = Math.abs(x);
+  let r: number;
+  if (ax < 0.5) {
+    const t = x * x;
+    const p = (((0.1857777061846031526730 * t + 3.161123743870565596947) * t + 113.8641541510501556495) * t + 377.4852376853020208137) * t + 3209.377589138469472562;
+    const q = (((t + 23.60129095234412093499) * t + 244.0246379344441733056) * t + 1282.616526077372275645) * t + 2844.236833439170622273;
+    return (x * p) / q;
+  } else if (ax < 4) {
+    const p = (((((((0.0000000215311535474403846 * ax + 0.564188496988670089180) * ax + 8.88314979438837594118) * ax + 66.1191906371416294775) * ax + 298.635138197400131132) * ax + 881.952221241769090411) * ax + 1712.04761263407058314) * ax + 2051.07837782607146532) * ax + 1230.33935479799725272;
+    const q = (((((((ax + 15.7449261107098347253) * ax + 117.693950891312499305) * ax + 537.181101862009857509) * ax + 1621.38957456669018874) * ax + 3290.79923573345962678) * ax + 4362.61909014324715820) * ax + 3439.36767414372163696) * ax + 1230.33935480374942043;
+    r = 1 - Math.exp(-ax * ax) * (p / q);
+  } else if (ax < 27) {
+    const z = 1 / (ax * ax);
+    const p = ((((0.0163153871373020978498 * z + 0.305326634961232344035) * z + 0.360344899949804439429) * z + 0.125781726111229246204) * z + 0.0160837851487422766278) * z + 0.000658749161529837803157;
+    const q = ((((z + 2.56852019228982242072) * z + 1.87295284992346725209) * z + 0.527905102951428412248) * z + 0.0605183413124413191178) * z + 0.00233520497626869185443;
+    r = 1 - (Math.exp(-ax * ax) / ax) * (0.5641895835477562869 - (z * p) / q);
+  } else {
+    r = ax !== ax ? ax : 1;
+  }
+  return x < 0 ? -r : r;
+}
+
+export function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+export const JS_HELPERS = { erf, roundHalfEven } as const;
+export const JS_HELPER_NAMES = Object.keys(JS_HELPERS);
+export const JS_HELPER_VALUES = Object.values(JS_HELPERS);
+
+type Render = (a: string, b: string, c: string) => string;
+
+const FLOAT_RENDER: Record<ScalarOp, Render> = {
+  neg: (a) => `(-${a})`,
+  abs: (a) => `Math.abs(${a})`,
+  exp: (a) => `Math.exp(${a})`,
+  log: (a) => `Math.log(${a})`,
+  log1p: (a) => `Math.log1p(${a})`,
+  expm1: (a) => `Math.expm1(${a})`,
+  sqrt: (a) => `Math.sqrt(${a})`,
+  rsqrt: (a) => `(1 / Math.sqrt(${a}))`,
+  sin: (a) => `Math.sin(${a})`,
+  cos: (a) => `Math.cos(${a})`,
+  tanh: (a) => `Math.tanh(${a})`,
+  sigmoid: (a) => `(1 / (1 + Math.exp(-${a})))`,
+  relu: (a) => `Math.max(${a}, 0)`,
+  gelu: (a) => `(0.5 * ${a} * (1 + erf(${a} * 0.7071067811865476)))`,
+  geluTanh: (a) => `(0.5 * ${a} * (1 + Math.tanh(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`,
+  silu: (a) => `(${a} / (1 + Math.exp(-${a})))`,
+  softplus: (a) => `(${a} > 20 ? ${a} : Math.log1p(Math.exp(${a})))`,
+  erf: (a) => `erf(${a})`,
+  sign: (a) => `Math.sign(${a})`,
+  floor: (a) => `Math.floor(${a})`,
+  ceil: (a) => `Math.ceil(${a})`,
+  round: (a) => `roundHalfEven(${a})`,
+  reciprocal: (a) => `(1 / ${a})`,
+  logicalNot: (a) => `(${a} === 0 ? 1 : 0)`,
+  isnan: (a) => `(${a} !== ${a} ? 1 : 0)`,
+  isinf: (a) => `((${a} === Infinity || ${a} === -Infinity) ? 1 : 0)`,
+  identity: (a) => a,
+  add: (a, b) => `(${a} + ${b})`,
+  sub: (a, b) => `(${a} - ${b})`,
+  mul: (a, b) => `(${a} * ${b})`,
+  div: (a, b) => `(${a} / ${b})`,
+  pow: (a, b) => `Math.pow(${a}, ${b})`,
+  maximum: (a, b) => `Math.max(${a}, ${b})`,
+  minimum: (a, b) => `Math.min(${a}, ${b})`,
+  eq: (a, b) => `(${a} === ${b} ? 1 : 0)`,
+  ne: (a, b) => `(${a} !== ${b} ? 1 : 0)`,
+  lt: (a, b) => `(${a} < ${b} ? 1 : 0)`,
+  le: (a, b) => `(${a} <= ${b} ? 1 : 0)`,
+  gt: (a, b) => `(${a} > ${b} ? 1 : 0)`,
+  ge: (a, b) => `(${a} >= ${b} ? 1 : 0)`,
+  logicalAnd: (a, b) => `((${a} !== 0 && ${b} !== 0) ? 1 : 0)`,
+  logicalOr: (a, b) => `((${a} !== 0 || ${b} !== 0) ? 1 : 0)`,
+  logicalXor: (a, b) => `(((${a} !== 0) !== (${b} !== 0)) ? 1 : 0)`,
+  where: (a, b, c) => `(${a} !== 0 ? ${b} : ${c})`,
+};
+
+// int32 results wrap like C: keep intermediates in int range.
+const INT_RENDER: Partial<Record<ScalarOp, Render>> = {
+  neg: (a) => `(-${a} | 0)`,
+  add: (a, b) => `((${a} + ${b}) | 0)`,
+  sub: (a, b) => `((${a} - ${b}) | 0)`,
+  mul: (a, b) => `Math.imul(${a}, ${b})`,
+  pow: (a, b) => `(Math.pow(${a}, ${b}) | 0)`,
+  floor: (a) => a,
+  ceil: (a) => a,
+  round: (a) => a,
+};
+
+export function renderJs(e: ScalarExpr, load: (index: number) => string): string {
+  switch (e.kind) {
+    case 'input': return load(e.index);
+    case 'param': return `param${e.index}`;
+    case 'const': return Number.isFinite(e.value) ? `(${String(e.value)})` : e.value > 0 ? 'Infinity' : e.value < 0 ? '-Infinity' : 'NaN';
+    case 'cast': {
+      const inner = renderJs(e.arg, load);
+      if (e.dtype === 'int32') return `(Math.trunc(${inner}) | 0)`;
+      if (e.dtype === 'bool') return `(${inner} !== 0 ? 1 : 0)`;
+      if (e.dtype === 'float32') return `Math.fround(${inner})`;
+      return inner;
+    }
+    case 'op': {
+      const args = e.args.map((a) => renderJs(a, load));
+      const render = (e.dtype === 'int32' && INT_RENDER[e.op]) || FLOAT_RENDER[e.op];
+      return render(args[0]!, args[1] ?? '', args[2] ?? '');
+    }
+  }
+}

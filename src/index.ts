@@ -1,0 +1,48 @@
+// kiln: PyTorch-style tensors for TypeScript. The browser-safe entry point; Node-only
+// features (files, native backends) live in 'kiln/node'.
+
+import './tensor/methods.js';
+import { isTensor, Tensor } from './tensor/tensor.js';
+import { keep, scope as scopeImpl } from './tensor/scope.js';
+import { memoryStats } from './tensor/storage.js';
+
+export { Tensor, isTensor, keep };
+export type { DType, TypedArray } from './core/dtype.js';
+export * from './core/errors.js';
+export { broadcastShapes } from './core/shape.js';
+export * from './ops/creation.js';
+export * from './ops/math.js';
+export { sum, prod, mean, max, min, argmax, argmin, variance as var, variance, std, logsumexp, softmax, logSoftmax } from './ops/reduce.js';
+export { reshape, viewAs, flatten, squeeze, unsqueeze, permute, transpose, expand, slice, narrow, select, pad, cat, stack, split, chunk, contiguous } from './ops/movement.js';
+export { matmul, bmm } from './ops/linalg.js';
+export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot } from './ops/indexing.js';
+export { conv2d, maxPool2d, avgPool2d } from './ops/window.js';
+export {
+  linear, triu, tril, dropout, layerNorm, batchNorm, embedding, nllLoss, crossEntropy, mseLoss,
+  binaryCrossEntropyWithLogits, scaledDotProductAttention,
+} from './ops/functional.js';
+export { cast, copy as clone } from './ops/pointwise.js';
+export { assign } from './ops/inplace.js';
+export { setCheckNumerics, setDefaultBackend } from './ops/dispatch.js';
+export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
+export { backward } from './autograd/engine.js';
+export type { Backend, BackendBuffer } from './backend/backend.js';
+export { JsBackend } from './backend/js/index.js';
+export { encodeSafetensors, decodeSafetensors } from './io/safetensors.js';
+export * as nn from './nn/index.js';
+export * as optim from './optim/index.js';
+
+/** Runs fn and disposes every tensor it made, except those it returns (or keep()s). */
+export function scope<T>(fn: () => T): T {
+  return scopeImpl(fn, isTensor);
+}
+
+/** Live tensors and bytes, for leak checks. */
+export function memory(): { tensors: number; storages: number; bytes: number; peakBytes: number } {
+  return { tensors: memoryStats.liveTensors, storages: memoryStats.liveStorages, bytes: memoryStats.liveBytes, peakBytes: memoryStats.peakBytes };
+}
+
+/** Resets the peak-bytes counter (for measuring one workload). */
+export function resetPeakMemory(): void {
+  memoryStats.peakBytes = memoryStats.liveBytes;
+}

@@ -1,0 +1,178 @@
+// Every op reaches the machine through apply(): validate and infer the output (meta),
+// then either run the kernel (eager), or record a node (while the compiler traces),
+// and attach the autograd node when an input requires grad.
+
+import type { Backend } from '../backend/backend.js';
+import { JsBackend } from '../backend/js/index.js';
+import type { ViewArg } from '../backend/kernel-spec.js';
+import type { DType, TypedArray } from '../core/dtype.js';
+import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
+import { ArgumentError, NumericsError, fmtShape } from '../core/errors.js';
+import { numel } from '../core/shape.js';
+import { GradNode, type BackwardFn, type Edge } from '../autograd/node.js';
+import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
+import { Storage } from '../tensor/storage.js';
+import { Tensor, readHooks } from '../tensor/tensor.js';
+
+export interface OutMeta {
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  /** set for view ops: the output aliases input 0's storage with these strides */
+  readonly view?: { readonly strides: readonly number[]; readonly offset: number };
+}
+
+export interface PrimDef<A> {
+  readonly name: string;
+  /** validates the inputs and infers the output; throws before anything is allocated */
+  meta(inputs: readonly Tensor[], attrs: A): OutMeta;
+  /** computes into a fresh contiguous output (not called for views) */
+  run?(inputs: readonly Tensor[], out: Tensor, attrs: A): void;
+  backward?: BackwardFn<A>;
+  /** which inputs backward reads (default: all) */
+  readonly saveInputs?: boolean | readonly number[];
+  /** whether backward reads the output */
+  readonly saveOutput?: boolean;
+  /** the textual form of attrs in printed graphs */
+  formatAttrs?(attrs: A): string;
+}
+
+/** What the compiler's tracer implements to capture ops instead of running them. */
+export interface TraceHook {
+  record<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, meta: OutMeta): Tensor;
+  /** a read-out of a traced tensor: the tracer decides (graph break) and returns real data */
+  concretize(t: Tensor, reason: string): TypedArray;
+  /** an in-place write of src into dst's memory */
+  mutate(dst: Tensor, src: Tensor): void;
+}
+
+export const runtime = {
+  backend: new JsBackend() as Backend,
+  tracer: null as TraceHook | null,
+  /** KILN_DEBUG_NAN: check every kernel's output for NaN/Inf */
+  checkNumerics: typeof process !== 'undefined' && !!process.env?.KILN_DEBUG_NAN,
+};
+
+export function setDefaultBackend(b: Backend): void {
+  runtime.backend = b;
+}
+
+/** Enables the NaN/Inf check on every kernel output (or turns it off). */
+export function setCheckNumerics(on: boolean): void {
+  runtime.checkNumerics = on;
+}
+
+export function view(t: Tensor): ViewArg {
+  return { buf: t.storage.buf, offset: t.offset, strides: t.strides };
+}
+
+export function backendOf(op: string, inputs: readonly Tensor[]): Backend {
+  let b: Backend | undefined;
+  for (const t of inputs) {
+    if (!t.hasStorage) continue;
+    const tb = t.storage.backend;
+    if (b && tb !== b) {
+      throw new ArgumentError(`inputs live on different backends (${b.name} and ${tb.name})`, op, 'move them to one backend with .to(name)');
+    }
+    b = tb;
+  }
+  return b ?? runtime.backend;
+}
+
+export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A): Tensor {
+  for (const t of inputs) t.assertAlive(prim.name);
+  const meta = prim.meta(inputs, attrs);
+  let out: Tensor;
+  const tracer = runtime.tracer;
+  if (tracer) {
+    out = tracer.record(prim, inputs, attrs, meta);
+  } else if (meta.view) {
+    out = new Tensor(inputs[0]!.storage, meta.shape, meta.view.strides, meta.view.offset, meta.dtype);
+  } else {
+    out = allocate(backendOf(prim.name, inputs), meta.shape, meta.dtype);
+    // kernels may call ops for scratch work (a contiguous copy): never recorded by autograd
+    const grad = isGradEnabled();
+    setGradEnabled(false);
+    try {
+      prim.run!(inputs, out, attrs);
+    } catch (e) {
+      out.dispose();
+      throw e;
+    } finally {
+      setGradEnabled(grad);
+    }
+    if (runtime.checkNumerics && isFloat(meta.dtype)) checkFinite(prim.name, inputs, out);
+  }
+  if (isGradEnabled() && prim.backward && inputs.some((t) => t.requiresGrad)) attachGrad(prim, inputs, attrs, out);
+  return out;
+}
+
+export function allocate(backend: Backend, shape: readonly number[], dtype: DType): Tensor {
+  return new Tensor(Storage.alloc(backend, dtype, numel(shape)), shape, undefined, 0, dtype);
+}
+
+function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, out: Tensor): void {
+  const save = prim.saveInputs ?? true;
+  const saved = inputs.map((t, i) => (save === true || (Array.isArray(save) && save.includes(i)) ? alias(t) : null));
+  const next: Edge[] = inputs.map((t) => (!t.requiresGrad ? null : t.gradFn ? { node: t.gradFn as GradNode } : { leaf: t }));
+  const node = new GradNode<A>(prim.name, prim.backward!, next, {
+    inputs: saved,
+    output: prim.saveOutput ? alias(out) : null,
+    inputShapes: inputs.map((t) => t.shape),
+    inputDTypes: inputs.map((t) => t.dtype),
+    attrs,
+    needsGrad: inputs.map((t) => t.requiresGrad),
+  });
+  out.setGradFn(node);
+}
+
+/** A second handle on the same memory, outside any scope and the autograd graph. */
+export function alias(t: Tensor, internal = true): Tensor {
+  if (!t.hasStorage) {
+    const a = new Tensor(null, t.shape, t.strides, t.offset, t.dtype, internal);
+    a.trace = t.trace;
+    return a;
+  }
+  return new Tensor(t.storage, t.shape, t.strides, t.offset, t.dtype, internal);
+}
+
+function checkFinite(op: string, inputs: readonly Tensor[], out: Tensor): void {
+  const d = out.storage.backend.readSync(out.storage.buf);
+  for (let i = 0; i < d.length; i++) {
+    const v = d[i]!;
+    if (v !== v || v === Infinity || v === -Infinity) {
+      throw new NumericsError(
+        `produced ${v} at flat index ${i} of its ${out.dtype}${fmtShape(out.shape)} output (inputs: ${inputs.map((t) => `${t.dtype}${fmtShape(t.shape)}`).join(', ')})`,
+        op,
+        'check the inputs of this op for NaN/Inf or out-of-domain values (log of <= 0, sqrt of < 0, division by 0)',
+      );
+    }
+  }
+}
+
+/** Row-major copy of a tensor's elements. */
+export function readContiguous(t: Tensor): TypedArray {
+  t.assertAlive('read');
+  if (!t.hasStorage) {
+    if (!runtime.tracer) throw new ArgumentError('tensor has no data', 'read');
+    return runtime.tracer.concretize(t, 'a tensor value was read (dataSync/item/toArray)');
+  }
+  const src = t.storage.backend.readSync(t.storage.buf);
+  const n = numel(t.shape);
+  if (t.isContiguous) return src.slice(t.offset, t.offset + n);
+  const out = new TYPED_ARRAY[t.dtype](n);
+  const nd = t.ndim;
+  const idx = new Array<number>(nd).fill(0);
+  let p = t.offset;
+  for (let i = 0; i < n; i++) {
+    out[i] = src[p]!;
+    for (let d = nd - 1; d >= 0; d--) {
+      idx[d]!++;
+      p += t.strides[d]!;
+      if (idx[d]! < t.shape[d]!) break;
+      p -= t.strides[d]! * t.shape[d]!;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+readHooks.readContiguous = readContiguous;

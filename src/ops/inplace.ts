@@ -1,0 +1,44 @@
+// In-place writes. Eager: the kernel writes into the target's memory. While tracing,
+// the tracer records the write so the compiled program can write the graph output back
+// (functionalization). Autograd forbids in-place writes to tensors it tracks.
+
+import { AutogradError, ShapeError, fmtShape } from '../core/errors.js';
+import { broadcastShapes, shapesEqual } from '../core/shape.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { isGradEnabled } from '../autograd/grad-mode.js';
+import { runtime, view } from './dispatch.js';
+import { broadcastStrides } from './broadcast.js';
+import { full } from './creation.js';
+
+/** dst.copy_(src): writes src (broadcast, cast to dst's dtype) into dst's memory. */
+export function assign(dst: Tensor, src: Tensor | number): Tensor {
+  dst.assertAlive('copy_');
+  if (isGradEnabled() && dst.requiresGrad) {
+    throw new AutogradError(
+      `in-place write into a tensor ${fmtShape(dst.shape)} that requires grad${dst.name ? ` ('${dst.name}')` : ''}`,
+      'copy_',
+      'do parameter updates inside kiln.noGrad(() => ...), or use an out-of-place op',
+    );
+  }
+  const value = typeof src === 'number' ? full([], src, { dtype: dst.dtype }) : src;
+  value.assertAlive('copy_');
+  const shape = broadcastShapes('copy_', dst.shape, value.shape);
+  if (!shapesEqual(shape, dst.shape)) {
+    throw new ShapeError(`cannot write ${fmtShape(value.shape)} into ${fmtShape(dst.shape)}`, 'copy_', 'the source must broadcast to the destination shape');
+  }
+  if (runtime.tracer) {
+    runtime.tracer.mutate(dst, value);
+  } else {
+    const backend = dst.storage.backend;
+    const spec = {
+      kind: 'pointwise' as const,
+      expr: { kind: 'op' as const, op: 'identity' as const, dtype: dst.dtype, args: [{ kind: 'input' as const, index: 0, dtype: value.dtype }] },
+      outDType: dst.dtype, nInputs: 1, ndim: dst.ndim,
+    };
+    backend.launch(backend.prepare(spec), {
+      kind: 'pointwise', out: view(dst), inputs: [{ buf: value.storage.buf, offset: value.offset, strides: broadcastStrides(value, dst.shape) }], shape: dst.shape, params: [],
+    });
+  }
+  if (value !== src) value.dispose();
+  return dst;
+}

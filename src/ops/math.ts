@@ -1,0 +1,66 @@
+// The pointwise math API (torch names, camelCase).
+
+import type { Tensor } from '../tensor/tensor.js';
+import { pointwise, type Operand } from './pointwise.js';
+
+export const add = (a: Operand, b: Operand, alpha?: number): Tensor =>
+  alpha === undefined || alpha === 1 ? pointwise('add', [a, b]) : pointwise('add', [a, typeof b === 'number' ? b * alpha : pointwise('mul', [b, alpha])]);
+export const sub = (a: Operand, b: Operand): Tensor => pointwise('sub', [a, b]);
+export const mul = (a: Operand, b: Operand): Tensor => pointwise('mul', [a, b]);
+export const div = (a: Operand, b: Operand): Tensor => pointwise('div', [a, b]);
+export const pow = (a: Operand, b: Operand): Tensor => pointwise('pow', [a, b]);
+export const maximum = (a: Operand, b: Operand): Tensor => pointwise('maximum', [a, b]);
+export const minimum = (a: Operand, b: Operand): Tensor => pointwise('minimum', [a, b]);
+export const eq = (a: Operand, b: Operand): Tensor => pointwise('eq', [a, b]);
+export const ne = (a: Operand, b: Operand): Tensor => pointwise('ne', [a, b]);
+export const lt = (a: Operand, b: Operand): Tensor => pointwise('lt', [a, b]);
+export const le = (a: Operand, b: Operand): Tensor => pointwise('le', [a, b]);
+export const gt = (a: Operand, b: Operand): Tensor => pointwise('gt', [a, b]);
+export const ge = (a: Operand, b: Operand): Tensor => pointwise('ge', [a, b]);
+export const logicalAnd = (a: Operand, b: Operand): Tensor => pointwise('logicalAnd', [a, b]);
+export const logicalOr = (a: Operand, b: Operand): Tensor => pointwise('logicalOr', [a, b]);
+export const logicalXor = (a: Operand, b: Operand): Tensor => pointwise('logicalXor', [a, b]);
+export const logicalNot = (a: Tensor): Tensor => pointwise('logicalNot', [a]);
+export const where = (cond: Operand, a: Operand, b: Operand): Tensor => pointwise('where', [cond, a, b]);
+
+export const neg = (a: Tensor): Tensor => pointwise('neg', [a]);
+export const abs = (a: Tensor): Tensor => pointwise('abs', [a]);
+export const exp = (a: Tensor): Tensor => pointwise('exp', [a]);
+export const log = (a: Tensor): Tensor => pointwise('log', [a]);
+export const log1p = (a: Tensor): Tensor => pointwise('log1p', [a]);
+export const expm1 = (a: Tensor): Tensor => pointwise('expm1', [a]);
+export const sqrt = (a: Tensor): Tensor => pointwise('sqrt', [a]);
+export const rsqrt = (a: Tensor): Tensor => pointwise('rsqrt', [a]);
+export const sin = (a: Tensor): Tensor => pointwise('sin', [a]);
+export const cos = (a: Tensor): Tensor => pointwise('cos', [a]);
+export const tanh = (a: Tensor): Tensor => pointwise('tanh', [a]);
+export const sigmoid = (a: Tensor): Tensor => pointwise('sigmoid', [a]);
+export const relu = (a: Tensor): Tensor => pointwise('relu', [a]);
+export const silu = (a: Tensor): Tensor => pointwise('silu', [a]);
+export const erf = (a: Tensor): Tensor => pointwise('erf', [a]);
+export const sign = (a: Tensor): Tensor => pointwise('sign', [a]);
+export const floor = (a: Tensor): Tensor => pointwise('floor', [a]);
+export const ceil = (a: Tensor): Tensor => pointwise('ceil', [a]);
+export const round = (a: Tensor): Tensor => pointwise('round', [a]);
+export const reciprocal = (a: Tensor): Tensor => pointwise('reciprocal', [a]);
+export const isnan = (a: Tensor): Tensor => pointwise('isnan', [a]);
+export const isinf = (a: Tensor): Tensor => pointwise('isinf', [a]);
+export const square = (a: Tensor): Tensor => pointwise('mul', [a, a]);
+
+/** GELU; approximate 'tanh' uses the tanh formula (as torch's approximate='tanh'). */
+export const gelu = (a: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor =>
+  pointwise(approximate === 'tanh' ? 'geluTanh' : 'gelu', [a]);
+
+/** softplus(x) = log(1 + exp(beta x)) / beta, linear above threshold (torch defaults). */
+export function softplus(a: Tensor, beta = 1, threshold = 20): Tensor {
+  if (beta === 1 && threshold === 20) return pointwise('softplus', [a]);
+  const bx = mul(a, beta);
+  return where(gt(bx, threshold), a, div(log1p(exp(bx)), beta));
+}
+
+export function clamp(a: Tensor, min?: Operand | null, max?: Operand | null): Tensor {
+  let r = a;
+  if (min !== undefined && min !== null) r = maximum(r, min);
+  if (max !== undefined && max !== null) r = minimum(r, max);
+  return r === a ? pointwise('identity', [a]) : r;
+}

@@ -1,0 +1,176 @@
+// Reductions: sum, prod, max, min, argmax, argmin as primitives over any set of dims;
+// mean, var, std, logsumexp, softmax, logSoftmax as decompositions.
+
+import type { DType } from '../core/dtype.js';
+import { isFloat } from '../core/dtype.js';
+import { IndexError, fmtShape } from '../core/errors.js';
+import { normalizeDim, normalizeDims } from '../core/shape.js';
+import type { ReduceOp } from '../backend/kernel-spec.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { noGrad } from '../autograd/grad-mode.js';
+import { apply, view, type PrimDef } from './dispatch.js';
+import * as m from './math.js';
+import { expand, reshape } from './movement.js';
+import { cast } from './pointwise.js';
+
+export interface ReduceAttrs {
+  readonly dims: readonly number[];
+  readonly keepdim: boolean;
+}
+
+function reducedShape(shape: readonly number[], dims: readonly number[], keepdim: boolean): number[] {
+  const out: number[] = [];
+  shape.forEach((s, d) => {
+    if (!dims.includes(d)) out.push(s);
+    else if (keepdim) out.push(1);
+  });
+  return out;
+}
+
+function outDType(op: ReduceOp, dtype: DType): DType {
+  if (op === 'argmax' || op === 'argmin') return 'int32';
+  if ((op === 'sum' || op === 'prod') && !isFloat(dtype)) return 'int32';
+  return dtype;
+}
+
+function makeReducePrim(op: ReduceOp): PrimDef<ReduceAttrs> {
+  return {
+    name: op,
+    meta(inputs, a) {
+      const x = inputs[0]!;
+      if ((op === 'max' || op === 'min' || op === 'argmax' || op === 'argmin') && a.dims.some((d) => x.shape[d] === 0)) {
+        throw new IndexError(`cannot reduce over an empty dim of ${fmtShape(x.shape)}`, op, 'the reduction has no identity; check the input size');
+      }
+      return { shape: reducedShape(x.shape, a.dims, a.keepdim), dtype: outDType(op, x.dtype) };
+    },
+    run(inputs, out, a) {
+      const x = inputs[0]!;
+      const keep = x.shape.map((_, d) => d).filter((d) => !a.dims.includes(d));
+      let reduceShape = a.dims.map((d) => x.shape[d]!);
+      let inStrides = [...keep.map((d) => x.strides[d]!), ...a.dims.map((d) => x.strides[d]!)];
+      if (reduceShape.length === 0) {
+        reduceShape = [1];
+        inStrides = [...inStrides, 0];
+      }
+      // out is contiguous; the stride of each kept dim in it
+      const outStrides: number[] = [];
+      let s = 1;
+      for (let i = keep.length - 1; i >= 0; i--) {
+        outStrides[i] = s;
+        s *= x.shape[keep[i]!]!;
+      }
+      const backend = out.storage.backend;
+      const kernel = backend.prepare({ kind: 'reduce', op, inDType: x.dtype, outDType: out.dtype, nKeep: keep.length, nReduce: reduceShape.length });
+      backend.launch(kernel, {
+        kind: 'reduce',
+        input: { buf: x.storage.buf, offset: x.offset, strides: inStrides },
+        out: { ...view(out), strides: outStrides },
+        keepShape: keep.map((d) => x.shape[d]!),
+        reduceShape,
+      });
+    },
+    backward: REDUCE_GRADS[op],
+    saveInputs: op !== 'sum',
+    saveOutput: op === 'max' || op === 'min' || op === 'prod',
+    formatAttrs: (a) => `dims=${fmtShape(a.dims)}${a.keepdim ? ', keepdim' : ''}`,
+  };
+}
+
+/** Reshapes a reduced gradient (or output) back to broadcast against the input. */
+function unreduce(g: Tensor, inShape: readonly number[], a: ReduceAttrs): Tensor {
+  const kept = a.keepdim ? g : reshape(g, reducedShape(inShape, a.dims, true));
+  return expand(kept, inShape);
+}
+
+const REDUCE_GRADS: Record<ReduceOp, PrimDef<ReduceAttrs>['backward']> = {
+  sum: (g, ctx) => [unreduce(g, ctx.inputShapes[0]!, ctx.attrs)],
+  prod: (g, ctx) => [m.div(m.mul(unreduce(g, ctx.inputShapes[0]!, ctx.attrs), unreduce(ctx.output!, ctx.inputShapes[0]!, ctx.attrs)), ctx.inputs[0]!)],
+  max: (g, ctx) => [extremeGrad(g, ctx.inputs[0]!, ctx.output!, ctx.attrs)],
+  min: (g, ctx) => [extremeGrad(g, ctx.inputs[0]!, ctx.output!, ctx.attrs)],
+  argmax: undefined,
+  argmin: undefined,
+};
+
+/** Gradient of max/min: shared evenly among the elements equal to the extreme. */
+function extremeGrad(g: Tensor, x: Tensor, out: Tensor, a: ReduceAttrs): Tensor {
+  const mask = cast(m.eq(x, unreduce(out, x.shape, a)), x.dtype);
+  const count = sum(mask, a.dims, true);
+  return m.mul(m.div(mask, count), unreduce(g, x.shape, a));
+}
+
+const PRIMS = {
+  sum: makeReducePrim('sum'),
+  prod: makeReducePrim('prod'),
+  max: makeReducePrim('max'),
+  min: makeReducePrim('min'),
+  argmax: makeReducePrim('argmax'),
+  argmin: makeReducePrim('argmin'),
+};
+export const REDUCE_PRIMS: Readonly<Record<ReduceOp, PrimDef<ReduceAttrs>>> = PRIMS;
+
+type Dims = number | readonly number[] | undefined;
+
+function reduce(op: ReduceOp, x: Tensor, dim: Dims, keepdim: boolean): Tensor {
+  x.assertAlive(op);
+  const dims = normalizeDims(op, dim, x.ndim, x.shape);
+  return apply(PRIMS[op], [x], { dims, keepdim });
+}
+
+export const sum = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('sum', x, dim, keepdim);
+export const prod = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('prod', x, dim, keepdim);
+/** Max over dims (torch.amax); with no dim, the max of all elements. */
+export const max = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim);
+export const min = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim);
+
+export function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
+  if (dim === undefined) return reduce('argmax', reshape(x, [-1]), 0, false);
+  return reduce('argmax', x, normalizeDim('argmax', dim, x.ndim, x.shape), keepdim);
+}
+export function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
+  if (dim === undefined) return reduce('argmin', reshape(x, [-1]), 0, false);
+  return reduce('argmin', x, normalizeDim('argmin', dim, x.ndim, x.shape), keepdim);
+}
+
+function countOf(x: Tensor, dim: Dims): number {
+  return normalizeDims('mean', dim, x.ndim, x.shape).reduce((n, d) => n * x.shape[d]!, 1);
+}
+
+export function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+  const xf = isFloat(x.dtype) ? x : cast(x, 'float32');
+  return m.mul(sum(xf, dim, keepdim), 1 / countOf(x, dim));
+}
+
+/** Variance with Bessel's correction by default (torch's correction=1). */
+export function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+  const n = countOf(x, dim);
+  const mu = mean(x, dim, true);
+  const d = m.sub(x, mu);
+  return m.mul(sum(m.mul(d, d), dim, keepdim), 1 / Math.max(n - correction, 0));
+}
+
+export function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+  return m.sqrt(variance(x, dim, keepdim, correction));
+}
+
+/** The max along dims, detached and with infinities replaced by 0, for stable exp. */
+function stabilizer(x: Tensor, dim: Dims): Tensor {
+  return noGrad(() => {
+    const mx = max(x, dim, true);
+    return m.where(m.isinf(mx), 0, mx);
+  });
+}
+
+export function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+  const s = stabilizer(x, dim);
+  const r = m.add(m.log(sum(m.exp(m.sub(x, s)), dim, true)), s);
+  return keepdim ? r : reshape(r, reducedShape(x.shape, normalizeDims('logsumexp', dim, x.ndim, x.shape), false));
+}
+
+export function softmax(x: Tensor, dim = -1): Tensor {
+  const e = m.exp(m.sub(x, stabilizer(x, dim)));
+  return m.div(e, sum(e, dim, true));
+}
+
+export function logSoftmax(x: Tensor, dim = -1): Tensor {
+  return m.sub(x, logsumexp(x, dim, true));
+}

@@ -1,0 +1,257 @@
+// Tensor methods (torch names, camelCase): thin wrappers over the op functions,
+// attached here so tensor.ts depends on nothing above it.
+
+import type { DType, TypedArray } from '../core/dtype.js';
+import { ArgumentError, fmtShape } from '../core/errors.js';
+import { Tensor } from './tensor.js';
+import { formatTensor } from './format.js';
+import * as m from '../ops/math.js';
+import * as r from '../ops/reduce.js';
+import * as mv from '../ops/movement.js';
+import * as ix from '../ops/indexing.js';
+import * as fn from '../ops/functional.js';
+import { matmul } from '../ops/linalg.js';
+import { cast, copy, type Operand } from '../ops/pointwise.js';
+import { alias, readContiguous } from '../ops/dispatch.js';
+import { assign } from '../ops/inplace.js';
+import { backward, type BackwardOptions } from '../autograd/engine.js';
+
+type Dims = number | readonly number[] | undefined;
+
+declare module './tensor.js' {
+  interface Tensor {
+    add(other: Operand, alpha?: number): Tensor;
+    sub(other: Operand): Tensor;
+    mul(other: Operand): Tensor;
+    div(other: Operand): Tensor;
+    pow(exponent: Operand): Tensor;
+    maximum(other: Operand): Tensor;
+    minimum(other: Operand): Tensor;
+    eq(other: Operand): Tensor;
+    ne(other: Operand): Tensor;
+    lt(other: Operand): Tensor;
+    le(other: Operand): Tensor;
+    gt(other: Operand): Tensor;
+    ge(other: Operand): Tensor;
+    logicalAnd(other: Operand): Tensor;
+    logicalOr(other: Operand): Tensor;
+    logicalXor(other: Operand): Tensor;
+    logicalNot(): Tensor;
+    neg(): Tensor;
+    abs(): Tensor;
+    exp(): Tensor;
+    log(): Tensor;
+    log1p(): Tensor;
+    expm1(): Tensor;
+    sqrt(): Tensor;
+    rsqrt(): Tensor;
+    sin(): Tensor;
+    cos(): Tensor;
+    tanh(): Tensor;
+    sigmoid(): Tensor;
+    relu(): Tensor;
+    gelu(approximate?: 'none' | 'tanh'): Tensor;
+    silu(): Tensor;
+    softplus(beta?: number, threshold?: number): Tensor;
+    erf(): Tensor;
+    sign(): Tensor;
+    floor(): Tensor;
+    ceil(): Tensor;
+    round(): Tensor;
+    reciprocal(): Tensor;
+    square(): Tensor;
+    clamp(min?: Operand | null, max?: Operand | null): Tensor;
+    /** x.where(cond, other): x where cond, else other */
+    where(cond: Tensor, other: Operand): Tensor;
+    maskedFill(mask: Tensor, value: number): Tensor;
+
+    sum(dim?: Dims, keepdim?: boolean): Tensor;
+    prod(dim?: Dims, keepdim?: boolean): Tensor;
+    mean(dim?: Dims, keepdim?: boolean): Tensor;
+    max(dim?: Dims, keepdim?: boolean): Tensor;
+    min(dim?: Dims, keepdim?: boolean): Tensor;
+    argmax(dim?: number, keepdim?: boolean): Tensor;
+    argmin(dim?: number, keepdim?: boolean): Tensor;
+    var(dim?: Dims, keepdim?: boolean, correction?: number): Tensor;
+    std(dim?: Dims, keepdim?: boolean, correction?: number): Tensor;
+    logsumexp(dim?: Dims, keepdim?: boolean): Tensor;
+    softmax(dim?: number): Tensor;
+    logSoftmax(dim?: number): Tensor;
+    cumsum(dim: number): Tensor;
+
+    matmul(other: Tensor): Tensor;
+    mm(other: Tensor): Tensor;
+
+    reshape(...shape: number[] | [readonly number[]]): Tensor;
+    view(...shape: number[] | [readonly number[]]): Tensor;
+    flatten(startDim?: number, endDim?: number): Tensor;
+    squeeze(dim?: number | readonly number[]): Tensor;
+    unsqueeze(dim: number): Tensor;
+    transpose(dim0?: number, dim1?: number): Tensor;
+    permute(...dims: number[] | [readonly number[]]): Tensor;
+    expand(...shape: number[] | [readonly number[]]): Tensor;
+    expandAs(other: Tensor): Tensor;
+    narrow(dim: number, start: number, length: number): Tensor;
+    slice(dim: number, start?: number, end?: number, step?: number): Tensor;
+    select(dim: number, index: number): Tensor;
+    contiguous(): Tensor;
+    split(sizeOrSections: number | readonly number[], dim?: number): Tensor[];
+    chunk(chunks: number, dim?: number): Tensor[];
+    gather(dim: number, index: Tensor): Tensor;
+    indexSelect(dim: number, index: Tensor): Tensor;
+    scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
+    triu(diagonal?: number): Tensor;
+    tril(diagonal?: number): Tensor;
+    /** transpose of the last two dims */
+    readonly mT: Tensor;
+    /** transpose of a 2-D tensor */
+    readonly T: Tensor;
+
+    to(dtype: DType): Tensor;
+    float(): Tensor;
+    double(): Tensor;
+    int(): Tensor;
+    bool(): Tensor;
+    clone(): Tensor;
+    detach(): Tensor;
+    requiresGrad_(v?: boolean): Tensor;
+
+    add_(other: Operand, alpha?: number): Tensor;
+    sub_(other: Operand): Tensor;
+    mul_(other: Operand): Tensor;
+    div_(other: Operand): Tensor;
+    copy_(src: Tensor | number): Tensor;
+    fill_(value: number): Tensor;
+    zero_(): Tensor;
+
+    backward(gradient?: Tensor, opts?: BackwardOptions): void;
+    item(): number;
+    toArray(): unknown;
+    data(): Promise<TypedArray>;
+    toString(): string;
+  }
+}
+
+const P = Tensor.prototype as unknown as Record<string, unknown>;
+
+function shapeArgs(op: string, args: readonly unknown[]): number[] {
+  const list = args.length === 1 && Array.isArray(args[0]) ? (args[0] as unknown[]) : args;
+  if (!list.every((d) => typeof d === 'number')) throw new ArgumentError(`expects sizes as numbers or one array, got ${JSON.stringify(args)}`, op);
+  return list as number[];
+}
+
+const binary = { add: m.add, sub: m.sub, mul: m.mul, div: m.div, pow: m.pow, maximum: m.maximum, minimum: m.minimum, eq: m.eq, ne: m.ne, lt: m.lt, le: m.le, gt: m.gt, ge: m.ge, logicalAnd: m.logicalAnd, logicalOr: m.logicalOr, logicalXor: m.logicalXor };
+for (const [name, f] of Object.entries(binary)) P[name] = function (this: Tensor, o: Operand, alpha?: number) { return (f as (a: Operand, b: Operand, c?: number) => Tensor)(this, o, alpha); };
+const unary = { logicalNot: m.logicalNot, neg: m.neg, abs: m.abs, exp: m.exp, log: m.log, log1p: m.log1p, expm1: m.expm1, sqrt: m.sqrt, rsqrt: m.rsqrt, sin: m.sin, cos: m.cos, tanh: m.tanh, sigmoid: m.sigmoid, relu: m.relu, silu: m.silu, erf: m.erf, sign: m.sign, floor: m.floor, ceil: m.ceil, round: m.round, reciprocal: m.reciprocal, square: m.square, contiguous: mv.contiguous, clone: copy };
+for (const [name, f] of Object.entries(unary)) P[name] = function (this: Tensor) { return f(this); };
+
+Object.assign(P, {
+  gelu(this: Tensor, approximate?: 'none' | 'tanh') { return m.gelu(this, approximate); },
+  softplus(this: Tensor, beta?: number, threshold?: number) { return m.softplus(this, beta, threshold); },
+  clamp(this: Tensor, min?: Operand | null, max?: Operand | null) { return m.clamp(this, min, max); },
+  where(this: Tensor, cond: Tensor, other: Operand) { return m.where(cond, this, other); },
+  maskedFill(this: Tensor, mask: Tensor, value: number) { return m.where(mask, value, this); },
+  sum(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.sum(this, dim, keepdim); },
+  prod(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.prod(this, dim, keepdim); },
+  mean(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.mean(this, dim, keepdim); },
+  max(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.max(this, dim, keepdim); },
+  min(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.min(this, dim, keepdim); },
+  argmax(this: Tensor, dim?: number, keepdim?: boolean) { return r.argmax(this, dim, keepdim); },
+  argmin(this: Tensor, dim?: number, keepdim?: boolean) { return r.argmin(this, dim, keepdim); },
+  var(this: Tensor, dim?: Dims, keepdim?: boolean, correction?: number) { return r.variance(this, dim, keepdim, correction); },
+  std(this: Tensor, dim?: Dims, keepdim?: boolean, correction?: number) { return r.std(this, dim, keepdim, correction); },
+  logsumexp(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.logsumexp(this, dim, keepdim); },
+  softmax(this: Tensor, dim?: number) { return r.softmax(this, dim); },
+  logSoftmax(this: Tensor, dim?: number) { return r.logSoftmax(this, dim); },
+  cumsum(this: Tensor, dim: number) { return ix.cumsum(this, dim); },
+  matmul(this: Tensor, o: Tensor) { return matmul(this, o); },
+  mm(this: Tensor, o: Tensor) {
+    if (this.ndim !== 2 || o.ndim !== 2) throw new ArgumentError(`expects 2-D operands, got ${fmtShape(this.shape)} and ${fmtShape(o.shape)}`, 'mm');
+    return matmul(this, o);
+  },
+  reshape(this: Tensor, ...s: unknown[]) { return mv.reshape(this, shapeArgs('reshape', s)); },
+  view(this: Tensor, ...s: unknown[]) { return mv.viewAs(this, shapeArgs('view', s)); },
+  flatten(this: Tensor, a?: number, b?: number) { return mv.flatten(this, a, b); },
+  squeeze(this: Tensor, dim?: number | readonly number[]) { return mv.squeeze(this, dim); },
+  unsqueeze(this: Tensor, dim: number) { return mv.unsqueeze(this, dim); },
+  transpose(this: Tensor, a?: number, b?: number) { return mv.transpose(this, a, b); },
+  permute(this: Tensor, ...d: unknown[]) { return mv.permute(this, shapeArgs('permute', d)); },
+  expand(this: Tensor, ...s: unknown[]) { return mv.expand(this, shapeArgs('expand', s)); },
+  expandAs(this: Tensor, o: Tensor) { return mv.expand(this, o.shape); },
+  narrow(this: Tensor, d: number, s: number, l: number) { return mv.narrow(this, d, s, l); },
+  slice(this: Tensor, d: number, s?: number, e?: number, st?: number) { return mv.slice(this, d, s, e, st); },
+  select(this: Tensor, d: number, i: number) { return mv.select(this, d, i); },
+  split(this: Tensor, s: number | readonly number[], d?: number) { return mv.split(this, s, d); },
+  chunk(this: Tensor, c: number, d?: number) { return mv.chunk(this, c, d); },
+  gather(this: Tensor, d: number, i: Tensor) { return ix.gather(this, d, i); },
+  indexSelect(this: Tensor, d: number, i: Tensor) { return ix.indexSelect(this, d, i); },
+  scatterAdd(this: Tensor, d: number, i: Tensor, s: Tensor) { return ix.scatterAdd(this, d, i, s); },
+  triu(this: Tensor, k?: number) { return fn.triu(this, k); },
+  tril(this: Tensor, k?: number) { return fn.tril(this, k); },
+  to(this: Tensor, dtype: DType) { return dtype === this.dtype ? mv.reshape(this, this.shape) : cast(this, dtype); },
+  float(this: Tensor) { return (this as Tensor).to('float32'); },
+  double(this: Tensor) { return (this as Tensor).to('float64'); },
+  int(this: Tensor) { return (this as Tensor).to('int32'); },
+  bool(this: Tensor) { return (this as Tensor).to('bool'); },
+  detach(this: Tensor) { this.assertAlive('detach'); return alias(this, false); },
+  requiresGrad_(this: Tensor, v = true) { this.requiresGrad = v; return this; },
+  add_(this: Tensor, o: Operand, alpha?: number) { return inplace(this, () => m.add(this, o, alpha)); },
+  sub_(this: Tensor, o: Operand) { return inplace(this, () => m.sub(this, o)); },
+  mul_(this: Tensor, o: Operand) { return inplace(this, () => m.mul(this, o)); },
+  div_(this: Tensor, o: Operand) { return inplace(this, () => m.div(this, o)); },
+  copy_(this: Tensor, src: Tensor | number) { return assign(this, src); },
+  fill_(this: Tensor, v: number) { return assign(this, v); },
+  zero_(this: Tensor) { return assign(this, 0); },
+  backward(this: Tensor, gradient?: Tensor, opts?: BackwardOptions) { backward(this, gradient, opts); },
+  item(this: Tensor) {
+    if (this.size !== 1) throw new ArgumentError(`item() needs a tensor with one element, got shape ${fmtShape(this.shape)}`, 'item', 'index or reduce it first');
+    return Number(readContiguous(this)[0]);
+  },
+  toArray(this: Tensor) { return nest(readContiguous(this), this.shape, this.dtype); },
+  async data(this: Tensor) {
+    if (!this.hasStorage) return readContiguous(this);
+    const b = this.storage.backend;
+    if (this.isContiguous) {
+      const all = await b.read(this.storage.buf);
+      return all.slice(this.offset, this.offset + this.size);
+    }
+    return readContiguous(this);
+  },
+  toString(this: Tensor) {
+    if (this.isDisposed) return `tensor(<disposed>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
+    if (!this.hasStorage) return `tensor(<traced>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
+    const suffix: string[] = [];
+    if (this.dtype !== 'float32') suffix.push(`dtype=${this.dtype}`);
+    if (this.gradFn) suffix.push(`gradFn=<${this.gradFn.name}>`);
+    else if (this.requiresGrad) suffix.push('requiresGrad=true');
+    return formatTensor(readContiguous(this), this.shape, this.dtype, suffix);
+  },
+});
+
+Object.defineProperty(P, 'mT', { get(this: Tensor) { return mv.transpose(this, -2, -1); } });
+Object.defineProperty(P, 'T', { get(this: Tensor) { return this.ndim < 2 ? this : mv.permute(this, this.shape.map((_, i) => this.ndim - 1 - i)); } });
+(P as Record<symbol, unknown>)[Symbol.for('nodejs.util.inspect.custom')] = function (this: Tensor) { return this.toString(); };
+
+/** An in-place op: computes out of place, then writes into this tensor's memory. */
+function inplace(t: Tensor, compute: () => Tensor): Tensor {
+  const v = compute();
+  try {
+    assign(t, v);
+  } finally {
+    v.dispose();
+  }
+  return t;
+}
+
+function nest(data: TypedArray, shape: readonly number[], dtype: DType): unknown {
+  const conv = (v: number) => (dtype === 'bool' ? v !== 0 : v);
+  if (shape.length === 0) return conv(data[0]!);
+  let pos = 0;
+  const build = (d: number): unknown[] => {
+    const out: unknown[] = [];
+    for (let i = 0; i < shape[d]!; i++) out.push(d === shape.length - 1 ? conv(data[pos++]!) : build(d + 1));
+    return out;
+  };
+  return build(0);
+}
+

@@ -1,0 +1,41 @@
+// A Storage is one backend buffer shared by a tensor and its views, released when the
+// last tensor handle that refers to it is disposed.
+
+import type { Backend, BackendBuffer } from '../backend/backend.js';
+import { itemSize, type DType } from '../core/dtype.js';
+
+export const memoryStats = { liveTensors: 0, liveStorages: 0, liveBytes: 0, peakBytes: 0 };
+
+export class Storage {
+  private refs = 0;
+  readonly bytes: number;
+  constructor(
+    readonly backend: Backend,
+    readonly buf: BackendBuffer,
+  ) {
+    this.bytes = buf.size * itemSize(buf.dtype);
+    memoryStats.liveStorages++;
+    memoryStats.liveBytes += this.bytes;
+    if (memoryStats.liveBytes > memoryStats.peakBytes) memoryStats.peakBytes = memoryStats.liveBytes;
+  }
+
+  static alloc(backend: Backend, dtype: DType, size: number): Storage {
+    return new Storage(backend, backend.alloc(dtype, size));
+  }
+
+  get dtype(): DType {
+    return this.buf.dtype;
+  }
+
+  retain(): void {
+    this.refs++;
+  }
+
+  release(): void {
+    if (--this.refs === 0) {
+      this.backend.free(this.buf);
+      memoryStats.liveStorages--;
+      memoryStats.liveBytes -= this.bytes;
+    }
+  }
+}
