@@ -96,15 +96,10 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
   flattenNested(data as NestedArray, s, 0, flat, 'tensor');
   const allBool = isAllBool(data as NestedArray);
   // as torch: all booleans -> bool, all integers -> int32 (torch's int64), else float32
-  const dtype = opts?.dtype ?? (allBool && flat.length > 0 ? 'bool' : flat.length > 0 && flat.every(Number.isInteger) && !hasFloatLiteral(data as NestedArray) ? 'int32' : 'float32');
+  const dtype = opts?.dtype ?? (allBool && flat.length > 0 ? 'bool' : flat.length > 0 && flat.every(Number.isInteger) ? 'int32' : 'float32');
   const finalShape = shape ?? s;
   if (numel(finalShape) !== flat.length) throw new ShapeError(`shape ${fmtShape(finalShape)} needs ${numel(finalShape)} elements, got ${flat.length}`, 'tensor');
   return finish(constant(TYPED_ARRAY[dtype].from(flat), finalShape, dtype), opts);
-}
-
-// JS cannot tell 1.0 from 1; integers stay int32 unless the caller asks for a dtype
-function hasFloatLiteral(_x: NestedArray): boolean {
-  return false;
 }
 
 function isAllBool(x: NestedArray): boolean {
