@@ -29,6 +29,9 @@ export { backward } from './autograd/engine.js';
 export type { Backend, BackendBuffer } from './backend/backend.js';
 export { JsBackend } from './backend/js/index.js';
 export { encodeSafetensors, decodeSafetensors } from './io/safetensors.js';
+export { compile, explain, stats, customOp, GraphBreakError, RecompileError } from './compiler/index.js';
+export type { CompileOptions, Compiled, CompiledModule, CompilerStats, ExplainResult } from './compiler/index.js';
+export * as compiler from './compiler/public.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 

@@ -19,6 +19,7 @@ export function untrack(t: Disposable): void {
 /** Excludes a tensor from disposal by the enclosing scopes. */
 export function keep<T extends Disposable>(t: T): T {
   for (const s of stack) s.delete(t);
+  if ('kept' in t) (t as { kept: boolean }).kept = true;
   return t;
 }
 

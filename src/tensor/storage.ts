@@ -12,8 +12,10 @@ export class Storage {
   constructor(
     readonly backend: Backend,
     readonly buf: BackendBuffer,
+    /** false for a borrowed view of a buffer someone else owns and frees */
+    private readonly owned = true,
   ) {
-    this.bytes = buf.size * itemSize(buf.dtype);
+    this.bytes = owned ? buf.size * itemSize(buf.dtype) : 0;
     memoryStats.liveStorages++;
     memoryStats.liveBytes += this.bytes;
     if (memoryStats.liveBytes > memoryStats.peakBytes) memoryStats.peakBytes = memoryStats.liveBytes;
@@ -33,7 +35,7 @@ export class Storage {
 
   release(): void {
     if (--this.refs === 0) {
-      this.backend.free(this.buf);
+      if (this.owned) this.backend.free(this.buf);
       memoryStats.liveStorages--;
       memoryStats.liveBytes -= this.bytes;
     }

@@ -43,7 +43,11 @@ export class Tensor {
   private _requiresGrad = false;
   private _disposed = false;
   private readonly token: { storage: Storage | null; gradFn: GradFnRef | null; counted: boolean };
-  grad: Tensor | null = null;
+  private _grad: Tensor | null = null;
+  /** the leaf whose .grad this tensor is (so a tracer can capture grads by owner, not identity) */
+  gradOwner: Tensor | null = null;
+  /** set by kiln.keep(): the tensor outlives scopes (parameters, optimizer state) */
+  kept = false;
   /** a user-facing name (parameters get theirs from the module tree) */
   name?: string;
   trace?: TraceInfo;
@@ -61,6 +65,15 @@ export class Tensor {
       track(this);
     }
     finalizer.register(this, this.token, this);
+  }
+
+  get grad(): Tensor | null {
+    return this._grad;
+  }
+  set grad(g: Tensor | null) {
+    tensorHooks.onGradWrite?.(this, this._grad, g);
+    if (g) g.gradOwner = this;
+    this._grad = g;
   }
 
   get ndim(): number {
@@ -111,6 +124,16 @@ export class Tensor {
     return this._storage?.backend.name ?? 'trace';
   }
 
+  /** Used by the compiler at a graph break: a traced proxy receives its computed storage. */
+  materialize(storage: Storage): void {
+    if (this._storage) throw new Error('kiln internal: materialize() on a tensor that has storage');
+    if (this._disposed) return;
+    storage.retain();
+    this._storage = storage;
+    this.token.storage = storage;
+    this.trace = undefined;
+  }
+
   /** Used by autograd: attach the node that produced this tensor. */
   setGradFn(node: GradFnRef): void {
     node.retain();
@@ -132,6 +155,7 @@ export class Tensor {
   /** Releases the storage reference now. Idempotent. */
   dispose(): void {
     if (this._disposed) return;
+    if (tensorHooks.deferDispose?.(this)) return;
     this._disposed = true;
     finalizer.unregister(this);
     untrack(this);
@@ -140,8 +164,8 @@ export class Tensor {
     this._gradFn?.release();
     this._gradFn = null;
     if (this.token.counted) memoryStats.liveTensors--;
-    this.grad?.dispose();
-    this.grad = null;
+    this._grad?.dispose();
+    this._grad = null;
   }
 
   [Symbol.dispose](): void {
@@ -153,6 +177,13 @@ export class Tensor {
     return readContiguous(this);
   }
 }
+
+/** Set by the compiler's tracer to observe side effects that happen on tensors while it traces. */
+export const tensorHooks: {
+  onGradWrite?: (leaf: Tensor, old: Tensor | null, next: Tensor | null) => void;
+  /** return true to postpone a dispose until the traced segment has run */
+  deferDispose?: (t: Tensor) => boolean;
+} = {};
 
 /** Hook for read-outs (set by ops/dispatch to make a contiguous copy and notify a tracer). */
 export const readHooks: { readContiguous: (t: Tensor) => TypedArray } = {

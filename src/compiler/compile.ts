@@ -1,0 +1,380 @@
+// kiln.compile: trace on the first call, guard, replay while the guards hold, recompile
+// (with the reason) when they do not, and report every graph break and fallback.
+
+import { runtime, readContiguous } from '../ops/dispatch.js';
+import { Tensor, tensorHooks } from '../tensor/tensor.js';
+import { keep } from '../tensor/scope.js';
+import { isGradEnabled } from '../autograd/grad-mode.js';
+import { Graph, graphKey, printGraph } from './graph.js';
+import { Tracer, type BreakRequest } from './tracer.js';
+import { buildProgram, interpret, type Program } from './program.js';
+import { runPasses, type PassTimings } from './passes.js';
+import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
+import { GraphBreakError, RecompileError } from './errors.js';
+import { log, logEnabled, warnOnce } from './logs.js';
+import { counters } from './stats.js';
+import { userLocation } from './location.js';
+import { debugDump } from './debug-dir.js';
+
+export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
+export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
+
+export interface CompileOptions {
+  mode?: CompileMode;
+  /** throw at the first graph break instead of splitting the graph */
+  fullgraph?: boolean;
+  /** dynamic shapes policy (issue 7): undefined = automatic, true, false */
+  dynamic?: boolean;
+  /** 'auto', 'js', or 'eager' (capture and replay, each node with eager kernels) */
+  backend?: string;
+  /** run eagerly, never trace */
+  disable?: boolean;
+  /** name used in logs (defaults to the function's name) */
+  name?: string;
+  /** maximum compiled entries before falling back (default 8) */
+  recompileLimit?: number;
+}
+
+let stance: Stance = 'default';
+let epoch = 0;
+
+export function setStance(s: Stance): void {
+  stance = s;
+}
+export function getStance(): Stance {
+  return stance;
+}
+/** Drops every compiled entry (the next call of each compiled function traces again). */
+export function resetCompiled(): void {
+  epoch++;
+}
+
+interface ModuleLike {
+  training: boolean;
+  forward(...args: unknown[]): unknown;
+  modules?(): Iterable<ModuleLike>;
+  constructor: { name: string };
+}
+
+interface Entry {
+  readonly guards: Guard[];
+  readonly graph: Graph;
+  readonly program: Program | null;
+  /** node ids (in graph.outputs order) that are the result's tensors */
+  readonly resultTemplate: unknown;
+  readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
+  /** re-trace on every call (graph breaks); segments are looked up by structure */
+  readonly retrace: boolean;
+  readonly autogradOutputs: boolean;
+}
+
+export interface CompileReport {
+  name: string;
+  graphs: { text: string; ops: number; key: string; program?: string }[];
+  breaks: { reason: string; location: string; hint: string }[];
+  guards: string[];
+  timings: { trace: number; passes: PassTimings; codegen: number; total: number };
+}
+
+/** The per-function compiler state behind a compiled callable. */
+export class CompiledFunction {
+  readonly name: string;
+  private entries: Entry[] = [];
+  private epoch = epoch;
+  private readonly segments = new Map<string, Program>();
+  private readonly argNames: string[];
+  private limitWarned = false;
+  /** the arguments of the call being traced (segments bind their inputs from them) */
+  private tracingArgs: unknown[] = [];
+  /** filled while tracing; explain() reads it */
+  report: CompileReport | null = null;
+
+  constructor(
+    private readonly fn: (...args: unknown[]) => unknown,
+    readonly opts: CompileOptions,
+    private readonly module?: ModuleLike,
+  ) {
+    this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
+    this.argNames = paramNames(module ? module.forward : fn);
+  }
+
+  get entryCount(): number {
+    return this.entries.length;
+  }
+
+  call(args: unknown[]): unknown {
+    if (this.opts.disable || stance === 'forceEager') return this.eager(args, this.opts.disable ? null : 'stance forceEager');
+    if (runtime.tracer) return this.fn(...args); // inlined into an enclosing trace
+    if (this.epoch !== epoch) {
+      this.entries = [];
+      this.segments.clear();
+      this.epoch = epoch;
+    }
+    let reason: string | null = null;
+    for (const e of this.entries) {
+      const r = checkGuards(e.guards, args);
+      if (r === null) {
+        if (e.retrace) return this.trace(args, e);
+        counters.cacheHits++;
+        return this.replay(e, args);
+      }
+      reason ??= r;
+    }
+    if (this.entries.length > 0) {
+      const limit = this.opts.recompileLimit ?? 8;
+      if (stance === 'failOnRecompile') throw new RecompileError(`recompiling ${this.name}: ${reason}`, 'compile', 'stance failOnRecompile forbids recompiles; mark the changing dimension dynamic or keep the inputs stable');
+      if (stance === 'eagerOnRecompile') return this.eager(args, `eagerOnRecompile: ${reason}`);
+      if (this.entries.length >= limit) {
+        if (!this.limitWarned) {
+          this.limitWarned = true;
+          warnOnce(`limit:${this.name}`, `${this.name} hit the recompile limit (${limit}); last reason: ${reason}. Running eagerly from now on. Raise recompileLimit, use dynamic shapes, or check what changes between calls.`);
+        }
+        return this.eager(args, `recompile limit ${limit} reached: ${reason}`);
+      }
+      counters.recompiles.push({ fn: this.name, reason: reason! });
+      log('recompiles', `recompiling ${this.name} (entry ${this.entries.length + 1}): ${reason}`);
+    }
+    return this.trace(args, null);
+  }
+
+  private eager(args: unknown[], reason: string | null): unknown {
+    if (reason) {
+      counters.eagerFallbacks++;
+      if (counters.fallbackReasons.length < 100) counters.fallbackReasons.push(`${this.name}: ${reason}`);
+    }
+    return this.fn(...args);
+  }
+
+  private replay(e: Entry, args: unknown[]): unknown {
+    const inputs = resolveInputs(e.graph, args, this.argNames);
+    const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
+    applyGradEffects(e.gradLeaves, outs);
+    return fillTemplate(e.resultTemplate, outs);
+  }
+
+  /** Traces fn; runs segments as it goes (graph breaks); records an entry when replayable. */
+  private trace(args: unknown[], existing: Entry | null): unknown {
+    counters.cacheMisses++;
+    const t0 = performance.now();
+    const report: CompileReport = { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, total: 0 } };
+    let codegen = 0;
+    const tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, report, (ms) => (codegen += ms)));
+    const prevHooks = { ...tensorHooks };
+    const deferred: Tensor[] = [];
+    runtime.tracer = tracer;
+    tensorHooks.onGradWrite = (leaf, old) => tracer.onGradWrite(leaf, old);
+    tensorHooks.deferDispose = (t) => {
+      if (!t.hasStorage || runtime.tracer !== tracer) return false;
+      deferred.push(t);
+      return true;
+    };
+    let result: unknown;
+    let finished = false;
+    const modules = this.module?.modules ? [...this.module.modules()] : this.module ? [this.module] : [];
+    this.tracingArgs = args;
+    try {
+      const proxied = args.map((a, i) => proxify(a, this.argNames[i] ?? `arg${i}`, tracer));
+      result = this.fn(...proxied);
+      if (result instanceof Promise) throw new GraphBreakError('the compiled function returned a Promise', 'compile synchronous tensor code; await outside the compiled function');
+      // the last segment: outputs are the result, new grads, and tensors that escaped (kept)
+      const resultIds = collectProxies(result, tracer);
+      const gradLeaves = [...tracer.gradWrites.keys()];
+      const gradIds = gradLeaves.map((l) => (l.grad?.trace?.tracer === tracer ? l.grad.trace.id : null));
+      const escaped = tracer.liveNodes().filter((id) => tracer.proxies.get(id)!.some((p) => p.kept && !p.isDisposed && !gradLeaves.some((l) => l.grad === p)));
+      const extra = escaped.filter((id) => !resultIds.includes(id) && !gradIds.includes(id));
+      const graph = tracer.graph;
+      graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
+      const replayable = tracer.segment === 0 && extra.length === 0;
+      const compiled = this.finishSegment(tracer, graph, report, (ms) => (codegen += ms), args);
+      finished = true;
+      report.timings.total = performance.now() - t0;
+      report.timings.codegen = codegen;
+      report.timings.trace = report.timings.total - codegen - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
+      counters.compileTimeMs += report.timings.total;
+      this.report = report;
+      log('perf', () => `${this.name}: traced and compiled in ${report.timings.total.toFixed(1)} ms (trace ${report.timings.trace.toFixed(1)}, passes ${Object.entries(report.timings.passes).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}, codegen ${codegen.toFixed(1)})`);
+      if (!existing) {
+        if (replayable) {
+          const resultTemplate = templateOf(result, tracer, compiled.graph);
+          const guards = buildGuards(args, this.argNames, compiled.graph, modules);
+          report.guards = guards.map((g) => g.text);
+          log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
+          const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
+          const autogradOutputs = isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
+          if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
+          this.entries.push({
+            guards, graph: compiled.graph, program: compiled.program, resultTemplate,
+            gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
+            retrace: false, autogradOutputs,
+          });
+          counters.compiles++;
+        } else if (tracer.segment > 0) {
+          const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
+          report.guards = guards.map((g) => g.text);
+          this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, autogradOutputs: false });
+          counters.compiles++;
+        } else {
+          log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
+        }
+      }
+      return result;
+    } finally {
+      runtime.tracer = null;
+      tensorHooks.onGradWrite = prevHooks.onGradWrite;
+      tensorHooks.deferDispose = prevHooks.deferDispose;
+      for (const t of deferred) t.dispose();
+      if (!finished) disposeProxies(tracer);
+    }
+  }
+
+  private onBreak(tracer: Tracer, req: BreakRequest, report: CompileReport, addCodegen: (ms: number) => void): Float32Array | ReturnType<typeof readContiguous> | undefined {
+    const location = userLocation();
+    const hint = breakHint(req.reason);
+    if (this.opts.fullgraph) throw new GraphBreakError(`graph break in ${this.name}: ${req.reason}`, hint, location);
+    report.breaks.push({ reason: req.reason, location, hint });
+    if (!counters.graphBreaks.some((b) => b.fn === this.name && b.location === location && b.reason === req.reason)) {
+      counters.graphBreaks.push({ fn: this.name, reason: req.reason, location, hint });
+      log('graph_breaks', `graph break in ${this.name} at ${location}: ${req.reason}\n  hint: ${hint}`);
+    }
+    const graph = tracer.graph;
+    graph.outputs = tracer.liveNodes();
+    this.finishSegment(tracer, graph, report, addCodegen, this.tracingArgs);
+    tracer.startSegment();
+    runtime.tracer = tracer;
+    if (!req.tensor) return undefined;
+    const saved = runtime.tracer;
+    runtime.tracer = null;
+    try {
+      return readContiguous(req.tensor);
+    } finally {
+      runtime.tracer = saved;
+    }
+  }
+
+  /** Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies their data. */
+  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null): { graph: Graph; program: Program | null; idMap: Map<number, number> } {
+    // keep original ids reachable after passes renumber nodes: outputs keep their order
+    const originalOutputs = [...graph.outputs];
+    const optimized = runPasses(graph, report.timings.passes);
+    const idMap = new Map<number, number>(originalOutputs.map((id, i) => [id, optimized.outputs[i]!]));
+    const key = graphKey(optimized);
+    let program: Program | null = null;
+    const useProgram = this.opts.backend !== 'eager';
+    if (useProgram) {
+      program = this.segments.get(key) ?? null;
+      if (program) counters.segmentHits++;
+      else {
+        const t0 = performance.now();
+        program = buildProgram(optimized, runtime.backend, { persistentScratch: this.opts.mode === 'reduce-overhead' });
+        const ms = performance.now() - t0;
+        addCodegen(ms);
+        this.segments.set(key, program);
+        counters.graphsCompiled++;
+        log('output_code', () => `${optimized.name}:\n${program!.print()}`);
+      }
+    }
+    const text = printGraph(optimized);
+    report.graphs.push({ text, ops: optimized.opCount, key, program: program?.print() });
+    log('graph', text);
+    debugDump(this.name, optimized.name, { 'graph.txt': text, 'program.txt': program?.print() ?? '(eager backend: node by node)' });
+    // run it now on the real tensors
+    runtime.tracer = null;
+    const inputs = resolveInputs(optimized, args ?? [], this.argNames, tracer);
+    const outs = program ? program.run(inputs) : interpret(optimized, inputs);
+    // give every live proxy of each output node its data
+    originalOutputs.forEach((id, i) => {
+      const out = outs[i]!;
+      for (const p of tracer.proxies.get(id) ?? []) {
+        if (!p.isDisposed && p.trace?.id === id && p.trace.tracer === tracer) {
+          p.materialize(out.storage);
+        }
+      }
+      out.dispose();
+    });
+    return { graph: optimized, program, idMap };
+  }
+}
+
+function dedupe(ids: number[]): number[] {
+  return [...new Set(ids)];
+}
+
+/** Replaces tensor leaves of the arguments by proxies. */
+function proxify(v: unknown, path: string, tracer: Tracer, depth = 0): unknown {
+  if (v instanceof Tensor) return tracer.argInput(v, path);
+  if (depth < 6 && Array.isArray(v)) return v.map((x, i) => proxify(x, `${path}[${i}]`, tracer, depth + 1));
+  if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, proxify(x, `${path}.${k}`, tracer, depth + 1)]));
+  }
+  return v;
+}
+
+function collectProxies(v: unknown, tracer: Tracer, into: number[] = [], depth = 0): number[] {
+  if (v instanceof Tensor) {
+    if (v.trace?.tracer === tracer) into.push(v.trace.id);
+    else into.push(tracer.nodeOf(v)); // a concrete tensor returned as is: an input passed through
+  } else if (depth < 6 && Array.isArray(v)) v.forEach((x) => collectProxies(x, tracer, into, depth + 1));
+  else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => collectProxies(x, tracer, into, depth + 1));
+  return into;
+}
+
+type Template = { t: number } | { a: Template[] } | { o: [string, Template][] } | { v: unknown };
+
+/** The result's shape with tensors replaced by output indices. */
+function templateOf(v: unknown, tracer: Tracer, graph: Graph, ids = collectProxies(v, tracer)): Template {
+  let k = 0;
+  const walk = (x: unknown, depth: number): Template => {
+    if (x instanceof Tensor) return { t: k++ };
+    if (depth < 6 && Array.isArray(x)) return { a: x.map((y) => walk(y, depth + 1)) };
+    if (depth < 6 && x !== null && typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype) return { o: Object.entries(x).map(([key, y]) => [key, walk(y, depth + 1)]) };
+    return { v: x };
+  };
+  void graph;
+  void ids;
+  return walk(v, 0);
+}
+
+function fillTemplate(t: unknown, outs: Tensor[]): unknown {
+  const tp = t as Template;
+  if ('t' in tp) return outs[tp.t];
+  if ('a' in tp) return tp.a.map((x) => fillTemplate(x, outs));
+  if ('o' in tp) return Object.fromEntries(tp.o.map(([k, x]) => [k, fillTemplate(x, outs)]));
+  return tp.v;
+}
+
+function applyGradEffects(effects: readonly { leaf: Tensor; outputIndex: number | null }[], outs: Tensor[]): void {
+  for (const e of effects) {
+    const old = e.leaf.grad;
+    const next = e.outputIndex === null ? null : keep(outs[e.outputIndex]!);
+    if (old === next) continue;
+    e.leaf.grad = next;
+    old?.dispose();
+  }
+}
+
+/** The real tensors bound to a graph's input nodes for this call. */
+function resolveInputs(graph: Graph, args: readonly unknown[], names: readonly string[], tracer?: Tracer): Tensor[] {
+  let leaves: Map<string, unknown> | null = null;
+  return graph.inputNodes.map((n) => {
+    const src = n.source!;
+    if (src.kind === 'ref') return src.tensor;
+    if (src.kind === 'grad') return src.leaf.grad!;
+    leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
+    const t = leaves.get(src.path);
+    if (!(t instanceof Tensor)) throw new Error(`kiln internal: argument ${src.path} is not a tensor`);
+    void tracer;
+    return t;
+  });
+}
+
+function disposeProxies(tracer: Tracer): void {
+  for (const list of tracer.proxies.values()) for (const p of list) if (!p.hasStorage) p.dispose();
+}
+
+function breakHint(reason: string): string {
+  if (reason.includes('read')) return 'keep the value on tensors (kiln.where, masks) or move the read outside the compiled function';
+  if (reason.includes('graphBreak')) return 'remove the explicit kiln.compiler.graphBreak() call to get one graph';
+  if (reason.includes('disable')) return 'the function is excluded with kiln.compiler.disable(); compile it or move the call out';
+  return 'see kiln.explain(fn)(...args) for the graphs on each side of the break';
+}
+

@@ -1,0 +1,44 @@
+// kiln.explain(fn)(...args): what compiling fn does for these arguments: graphs, breaks
+// with locations and hints, ops per graph, guards, compile time per stage.
+
+import { CompiledFunction, type CompileOptions, type CompileReport } from './compile.js';
+
+export interface ExplainResult extends CompileReport {
+  graphCount: number;
+  graphBreakCount: number;
+  opsPerGraph: number[];
+  text: string;
+}
+
+export function explain<F extends (...args: never[]) => unknown>(fn: F, opts: CompileOptions & { print?: boolean } = {}): (...args: Parameters<F>) => ExplainResult {
+  return (...args) => {
+    const cf = new CompiledFunction(fn as unknown as (...a: unknown[]) => unknown, { ...opts, fullgraph: false });
+    cf.call(args as unknown[]);
+    const r = cf.report!;
+    const result: ExplainResult = {
+      ...r,
+      graphCount: r.graphs.length,
+      graphBreakCount: r.breaks.length,
+      opsPerGraph: r.graphs.map((g) => g.ops),
+      text: formatExplain(r),
+    };
+    if (opts.print !== false) console.log(result.text);
+    return result;
+  };
+}
+
+export function formatExplain(r: CompileReport): string {
+  const lines = [`explain ${r.name}: ${r.graphs.length} graph(s), ${r.breaks.length} graph break(s)`];
+  r.breaks.forEach((b, i) => lines.push(`  break ${i + 1} at ${b.location}: ${b.reason}`, `    hint: ${b.hint}`));
+  r.graphs.forEach((g, i) => {
+    lines.push(`  graph ${i} (${g.ops} ops):`);
+    lines.push(...g.text.split('\n').map((l) => `    ${l}`));
+  });
+  if (r.guards.length) {
+    lines.push('  guards:');
+    lines.push(...r.guards.map((g) => `    ${g}`));
+  }
+  const t = r.timings;
+  lines.push(`  compile time: total ${t.total.toFixed(1)} ms = trace ${t.trace.toFixed(1)} + passes ${Object.entries(t.passes).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')} + codegen ${t.codegen.toFixed(1)}`);
+  return lines.join('\n');
+}

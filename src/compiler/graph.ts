@@ -1,0 +1,161 @@
+// The captured Graph: a small FX-like op graph. Nodes are primitives in execution order;
+// inputs are user arguments or tensors captured by reference (parameters, optimizer state).
+// It prints, hashes (structure only) and serializes.
+
+import type { DType } from '../core/dtype.js';
+import type { PrimDef } from '../ops/dispatch.js';
+import type { Tensor } from '../tensor/tensor.js';
+
+export type InputSource =
+  | { readonly kind: 'arg'; readonly path: string }
+  /** a tensor the function reads but did not receive as an argument (parameter, buffer, state) */
+  | { readonly kind: 'ref'; readonly tensor: Tensor; readonly label: string }
+  /** the current .grad of a leaf (grads are new tensors every step: captured by owner) */
+  | { readonly kind: 'grad'; readonly leaf: Tensor; readonly label: string };
+
+export interface TensorMeta {
+  readonly shape: readonly number[];
+  readonly strides: readonly number[];
+  readonly offset: number;
+  readonly dtype: DType;
+}
+
+export interface GraphNode {
+  readonly id: number;
+  /** 'input' nodes have no prim */
+  readonly op: string;
+  readonly prim?: PrimDef<unknown>;
+  readonly inputs: readonly number[];
+  readonly attrs?: unknown;
+  readonly meta: TensorMeta;
+  readonly source?: InputSource;
+  /** whether the traced value required grad (autograd must see this output) */
+  readonly requiresGrad: boolean;
+}
+
+/** Writes the graph performs on tensors it did not create (functionalized in-place ops). */
+export interface Mutation {
+  /** input node whose tensor is written */
+  readonly target: number;
+  /** node holding the new value */
+  readonly value: number;
+}
+
+/** A parameter's .grad after the graph ran: a node's value, or null (zeroGrad). */
+export interface GradEffect {
+  readonly leaf: number;
+  readonly value: number | null;
+}
+
+export class Graph {
+  readonly nodes: GraphNode[] = [];
+  outputs: number[] = [];
+  mutations: Mutation[] = [];
+  gradEffects: GradEffect[] = [];
+
+  constructor(readonly name: string) {}
+
+  add(node: Omit<GraphNode, 'id'>): GraphNode {
+    const n = { ...node, id: this.nodes.length } as GraphNode;
+    this.nodes.push(n);
+    return n;
+  }
+
+  get inputNodes(): GraphNode[] {
+    return this.nodes.filter((n) => n.op === 'input');
+  }
+
+  get opCount(): number {
+    return this.nodes.filter((n) => n.op !== 'input').length;
+  }
+}
+
+function fmtMeta(m: TensorMeta): string {
+  const short = m.dtype === 'float32' ? 'f32' : m.dtype === 'float64' ? 'f64' : m.dtype === 'int32' ? 'i32' : 'bool';
+  return `${short}[${m.shape.join(',')}]`;
+}
+
+function fmtAttrs(n: GraphNode): string {
+  if (!n.prim || n.attrs === undefined) return '';
+  if (n.prim.formatAttrs) return n.prim.formatAttrs(n.attrs);
+  return '';
+}
+
+/** The graph as readable text (the `graph` stage printer). */
+export function printGraph(g: Graph): string {
+  const inputs = g.inputNodes;
+  const args = inputs.filter((n) => n.source?.kind === 'arg').length;
+  const lines = [`graph ${g.name}  (${args} inputs, ${inputs.length - args} captured, ${g.outputs.length} outputs, ${g.opCount} ops)`];
+  for (const n of g.nodes) {
+    let rhs: string;
+    if (n.op === 'input') {
+      rhs = n.source?.kind === 'arg' ? `input ${n.source.path}` : `captured ${n.source?.label ?? '?'}`;
+    } else {
+      // pointwise attrs print their operands ($k = k-th input); others print after the inputs
+      const attrText = fmtAttrs(n);
+      const operands = attrText.includes('$') ? attrText.replace(/\$(\d+)/g, (_, k: string) => `%${n.inputs[Number(k)]}`) : '';
+      const ins = n.inputs.map((i) => `%${i}`).join(', ');
+      rhs = operands ? `${n.op} ${operands}` : `${n.op} ${[ins, attrText].filter(Boolean).join(', ')}`;
+    }
+    lines.push(`  %${String(n.id).padEnd(4)}= ${rhs.padEnd(48)} ${fmtMeta(n.meta)}`);
+  }
+  lines.push(`  return ${g.outputs.map((o) => `%${o}`).join(', ')}`);
+  for (const m of g.mutations) lines.push(`  write %${m.value} -> %${m.target}  (in-place update, functionalized)`);
+  for (const e of g.gradEffects) lines.push(`  grad of %${e.leaf} := ${e.value === null ? 'null' : `%${e.value}`}`);
+  return lines.join('\n');
+}
+
+/** A structural key: same ops, attrs, metas and wiring give the same key (tensor identity does not count). */
+export function graphKey(g: Graph): string {
+  const parts: string[] = [];
+  for (const n of g.nodes) {
+    const src = n.source ? (n.source.kind === 'arg' ? `arg:${n.source.path}` : n.source.kind) : '';
+    parts.push(`${n.op}(${n.inputs.join(',')})${src}|${fmtMeta(n.meta)}|${n.meta.strides.join(',')}@${n.meta.offset}|${attrKey(n.attrs)}|${n.requiresGrad ? 'g' : ''}`);
+  }
+  parts.push(`out:${g.outputs.join(',')}`);
+  parts.push(`mut:${g.mutations.map((m) => `${m.target}<-${m.value}`).join(',')}`);
+  parts.push(`grad:${g.gradEffects.map((e) => `${e.leaf}<-${e.value}`).join(',')}`);
+  return parts.join(';');
+}
+
+function attrKey(a: unknown): string {
+  if (a === undefined) return '';
+  return JSON.stringify(a, (_k, v) => {
+    if (ArrayBuffer.isView(v)) return `#${hashArray(v as unknown as ArrayLike<number>)}`;
+    if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
+    return v;
+  });
+}
+
+function hashArray(a: ArrayLike<number>): string {
+  let h = 2166136261;
+  for (let i = 0; i < a.length; i++) {
+    h ^= Math.round(a[i]! * 1e6) | 0;
+    h = Math.imul(h, 16777619);
+  }
+  return `${a.length}:${(h >>> 0).toString(16)}`;
+}
+
+/** A short stable hash of a string (FNV-1a), for cache keys and file names. */
+export function hashString(s: string): string {
+  let h1 = 2166136261, h2 = 5381;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 16777619);
+    h2 = (Math.imul(h2, 33) + c) | 0;
+  }
+  return (h1 >>> 0).toString(16).padStart(8, '0') + (h2 >>> 0).toString(16).padStart(8, '0');
+}
+
+/** JSON form of the graph structure (tensor references become labels). */
+export function serializeGraph(g: Graph): string {
+  return JSON.stringify({
+    name: g.name,
+    nodes: g.nodes.map((n) => ({
+      id: n.id, op: n.op, inputs: n.inputs, meta: n.meta, requiresGrad: n.requiresGrad,
+      attrs: n.attrs === undefined ? undefined : JSON.parse(attrKey(n.attrs) || 'null'),
+      source: n.source ? (n.source.kind === 'arg' ? n.source : { kind: n.source.kind, label: n.source.label }) : undefined,
+    })),
+    outputs: g.outputs, mutations: g.mutations, gradEffects: g.gradEffects,
+  });
+}

@@ -1,0 +1,129 @@
+// Guards: the facts a compiled entry assumed. A call whose guards all hold replays the
+// entry; the first failing guard is the recompile reason, worded like torch's.
+
+import { isGradEnabled } from '../autograd/grad-mode.js';
+import { fmtShape } from '../core/errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import type { Graph } from './graph.js';
+
+export interface Guard {
+  readonly text: string;
+  /** null when it holds, else why not */
+  check(args: readonly unknown[]): string | null;
+}
+
+/** Reads an argument by path ('x', 'batch[1]', 'opts.lr'). */
+export type ArgReader = (args: readonly unknown[]) => unknown;
+
+export interface ArgLeaf {
+  readonly path: string;
+  readonly read: ArgReader;
+  readonly value: unknown;
+}
+
+/** Walks args (arrays and plain objects) and lists every leaf with its path. */
+export function argLeaves(args: readonly unknown[], names: readonly string[]): ArgLeaf[] {
+  const out: ArgLeaf[] = [];
+  const walk = (v: unknown, path: string, read: ArgReader, depth: number) => {
+    if (depth < 6 && Array.isArray(v)) {
+      out.push({ path, read, value: { arrayLength: v.length } });
+      v.forEach((x, i) => walk(x, `${path}[${i}]`, (a) => (read(a) as unknown[] | undefined)?.[i], depth + 1));
+    } else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+      const keys = Object.keys(v);
+      out.push({ path, read, value: { keys: keys.join(',') } });
+      for (const k of keys) walk((v as Record<string, unknown>)[k], `${path}.${k}`, (a) => (read(a) as Record<string, unknown> | undefined)?.[k], depth + 1);
+    } else out.push({ path, read, value: v });
+  };
+  args.forEach((a, i) => walk(a, names[i] ?? `arg${i}`, (xs) => xs[i], 0));
+  return out;
+}
+
+function tensorGuards(label: string, read: () => unknown, t: Tensor): Guard[] {
+  const shape = [...t.shape], strides = [...t.strides], offset = t.offset, dtype = t.dtype, backend = t.backendName, rg = t.requiresGrad;
+  return [{
+    text: `${label}: ${dtype}${fmtShape(shape)} strides ${fmtShape(strides)}${offset ? ` offset ${offset}` : ''} on ${backend}${rg ? ', requiresGrad' : ''}`,
+    check: () => {
+      const v = read();
+      if (!(v instanceof Tensor)) return `${label} is no longer a tensor`;
+      if (v.isDisposed) return `${label} was disposed`;
+      if (v.ndim !== shape.length) return `${label} rank changed: expected ${shape.length}, got ${v.ndim}`;
+      for (let d = 0; d < shape.length; d++) if (v.shape[d] !== shape[d]) return `${label} dim ${d} changed: expected ${shape[d]}, got ${v.shape[d]}`;
+      if (v.dtype !== dtype) return `${label} dtype changed: expected ${dtype}, got ${v.dtype}`;
+      for (let d = 0; d < strides.length; d++) if (v.strides[d] !== strides[d] && shape[d] !== 1) return `${label} strides changed: expected ${fmtShape(strides)}, got ${fmtShape(v.strides)}`;
+      if (v.offset !== offset) return `${label} storage offset changed: expected ${offset}, got ${v.offset}`;
+      if (v.backendName !== backend) return `${label} backend changed: expected ${backend}, got ${v.backendName}`;
+      if (v.requiresGrad !== rg) return `${label} requiresGrad changed: expected ${rg}, got ${v.requiresGrad}`;
+      return null;
+    },
+  }];
+}
+
+/** Guards on the arguments, captured tensors, grad mode and module training flags. */
+export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; constructor: { name: string } }[]): Guard[] {
+  const guards: Guard[] = [];
+  for (const leaf of argLeaves(args, names)) {
+    const v = leaf.value;
+    if (v instanceof Tensor) {
+      guards.push(...tensorGuards(`arg ${leaf.path}`, () => leaf.read(currentArgs), v));
+    } else if (typeof v === 'object' && v !== null && ('arrayLength' in v || 'keys' in v)) {
+      const want = JSON.stringify(v);
+      guards.push({
+        text: `arg ${leaf.path} structure ${want}`,
+        check: (a) => {
+          const x = leaf.read(a);
+          const got = Array.isArray(x) ? JSON.stringify({ arrayLength: x.length }) : x && typeof x === 'object' ? JSON.stringify({ keys: Object.keys(x).join(',') }) : String(x);
+          return got === want ? null : `arg ${leaf.path} structure changed: expected ${want}, got ${got}`;
+        },
+      });
+    } else if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || v === undefined || v === null) {
+      guards.push({
+        text: `arg ${leaf.path} == ${JSON.stringify(v) ?? 'undefined'}`,
+        check: (a) => {
+          const x = leaf.read(a);
+          return Object.is(x, v) ? null : `arg ${leaf.path} changed: expected ${JSON.stringify(v) ?? 'undefined'}, got ${JSON.stringify(x) ?? 'undefined'}`;
+        },
+      });
+    } else {
+      guards.push({
+        text: `arg ${leaf.path} is the same object`,
+        check: (a) => (leaf.read(a) === v ? null : `arg ${leaf.path} is a different object`),
+      });
+    }
+  }
+  for (const n of graph.inputNodes) {
+    const src = n.source!;
+    if (src.kind === 'ref') guards.push(...tensorGuards(`captured ${src.label}`, () => src.tensor, src.tensor));
+    if (src.kind === 'grad') {
+      const g = src.leaf.grad!;
+      guards.push(...tensorGuards(`captured ${src.label}`, () => src.leaf.grad, g));
+    }
+  }
+  const grad = isGradEnabled();
+  guards.push({ text: `grad mode ${grad ? 'enabled' : 'disabled'}`, check: () => (isGradEnabled() === grad ? null : `grad mode changed: expected ${grad ? 'enabled' : 'disabled'}, got ${grad ? 'disabled' : 'enabled'}`) });
+  modules.forEach((m, i) => {
+    const t = m.training;
+    guards.push({ text: `module ${i} (${m.constructor.name}).training == ${t}`, check: () => (m.training === t ? null : `module ${m.constructor.name} training flag changed: expected ${t}, got ${m.training}`) });
+  });
+  return guards;
+}
+
+// tensor guards read args through closures; the checker sets the current call's args
+let currentArgs: readonly unknown[] = [];
+
+/** The first failing guard's reason, or null when every guard holds. */
+export function checkGuards(guards: readonly Guard[], args: readonly unknown[]): string | null {
+  currentArgs = args;
+  for (const g of guards) {
+    const r = g.check(args);
+    if (r) return r;
+  }
+  return null;
+}
+
+/** Parameter names of a function, for readable guard and recompile messages. */
+export function paramNames(fn: (...a: never[]) => unknown): string[] {
+  const src = Function.prototype.toString.call(fn);
+  const m = /^[^(]*\(([^)]*)\)/.exec(src) ?? /^\s*(?:async\s*)?([A-Za-z_$][\w$]*)\s*=>/.exec(src);
+  if (!m) return [];
+  return m[1]!.split(',').map((p) => p.trim().replace(/[=:].*$/, '').replace(/^\.\.\./, '').trim()).filter((p) => /^[A-Za-z_$][\w$]*$/.test(p));
+}

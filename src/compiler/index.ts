@@ -1,0 +1,89 @@
+// The compiler's public surface: kiln.compile, kiln.explain, kiln.stats, kiln.compiler.*
+
+import { ArgumentError } from '../core/errors.js';
+import { runtime } from '../ops/dispatch.js';
+import { CompiledFunction, resetCompiled, setStance, getStance, type CompileOptions } from './compile.js';
+import { resetStats } from './stats.js';
+import { Tracer } from './tracer.js';
+
+export { explain, type ExplainResult } from './explain.js';
+export { stats, type CompilerStats } from './stats.js';
+export { customOp, type CustomOpDef } from './custom-op.js';
+export { GraphBreakError, RecompileError } from './errors.js';
+export type { CompileOptions, CompileMode, Stance } from './compile.js';
+export { setLogs, LOG_CHANNELS } from './logs.js';
+export { setDebugDir } from './debug-dir.js';
+export { printGraph, type Graph } from './graph.js';
+
+interface ModuleLike {
+  training: boolean;
+  forward(...args: unknown[]): unknown;
+  modules?(): Iterable<ModuleLike>;
+  parameters?(): unknown;
+}
+
+export type Compiled<F extends (...args: never[]) => unknown> = F & {
+  /** the compiler state (entries, last report) */
+  readonly compiled: CompiledFunction;
+};
+
+export type CompiledModule<M extends ModuleLike> = ((...args: Parameters<M['forward']>) => ReturnType<M['forward']>) & {
+  readonly module: M;
+  readonly compiled: CompiledFunction;
+  forward(...args: Parameters<M['forward']>): ReturnType<M['forward']>;
+};
+
+function isModuleLike(x: unknown): x is ModuleLike {
+  return typeof x === 'object' && x !== null && typeof (x as ModuleLike).forward === 'function';
+}
+
+/** Compiles a function or an nn.Module (which keeps sharing its parameters). */
+export function compile<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions): Compiled<F>;
+export function compile<M extends ModuleLike>(module: M, opts?: CompileOptions): CompiledModule<M>;
+export function compile(target: unknown, opts: CompileOptions = {}): unknown {
+  if (isModuleLike(target)) {
+    const m = target;
+    const cf = new CompiledFunction((...a: unknown[]) => m.forward(...a), opts, m as never);
+    const call = (...args: unknown[]) => cf.call(args);
+    return Object.assign(call, { module: m, compiled: cf, forward: call });
+  }
+  if (typeof target !== 'function') throw new ArgumentError(`compile expects a function or a module, got ${typeof target}`, 'compile');
+  const cf = new CompiledFunction(target as (...a: unknown[]) => unknown, opts);
+  const call = (...args: unknown[]) => cf.call(args);
+  Object.defineProperty(call, 'name', { value: `compiled ${cf.name}` });
+  return Object.assign(call, { compiled: cf });
+}
+
+const DISABLED = Symbol('kiln.disabled');
+
+/** Marks fn as never traced: inside a compiled function, calling it is a graph break. */
+export function disable<F extends (...args: never[]) => unknown>(fn: F): F {
+  const wrapped = ((...args: Parameters<F>) => {
+    const tracer = runtime.tracer as Tracer | null;
+    if (!tracer) return fn(...args);
+    graphBreak(`called kiln.compiler.disable'd function ${fn.name || 'anonymous'}`);
+    runtime.tracer = null;
+    try {
+      return fn(...args);
+    } finally {
+      runtime.tracer = tracer;
+    }
+  }) as F;
+  (wrapped as unknown as Record<symbol, boolean>)[DISABLED] = true;
+  return wrapped;
+}
+
+/** An explicit graph break (a no-op outside compiled code). */
+export function graphBreak(reason = 'explicit kiln.compiler.graphBreak()'): void {
+  const tracer = runtime.tracer as Tracer | null;
+  if (!tracer) return;
+  tracer.breakNow(reason);
+}
+
+/** Forgets every compiled entry and zeroes the counters. */
+export function reset(): void {
+  resetCompiled();
+  resetStats();
+}
+
+export { setStance, getStance };
