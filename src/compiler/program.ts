@@ -208,8 +208,10 @@ export function buildProgram(graph: Graph, backend: Backend, opts: ProgramOption
   const savedCheck = runtime.checkNumerics;
   const savedGrad = isGradEnabled();
   const savedPeak = memoryStats.peakBytes;
+  const savedBackend = runtime.backend;
   runtime.tracer = null;
   runtime.checkNumerics = false;
+  runtime.backend = rec; // ops without inputs (full, random, constants) allocate here too
   setGradEnabled(false);
   const made: Tensor[] = [];
   try {
@@ -236,6 +238,7 @@ export function buildProgram(graph: Graph, backend: Backend, opts: ProgramOption
   } finally {
     for (const t of made) t.dispose();
     runtime.tracer = savedTracer;
+    runtime.backend = savedBackend;
     runtime.checkNumerics = savedCheck;
     setGradEnabled(savedGrad);
     memoryStats.peakBytes = savedPeak;

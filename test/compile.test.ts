@@ -1,0 +1,165 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as kiln from 'kiln';
+
+function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
+  const x = a.dataSync(), y = b.dataSync();
+  assert.equal(x.length, y.length);
+  let m = 0;
+  for (let i = 0; i < x.length; i++) m = Math.max(m, Math.abs(x[i]! - y[i]!) / Math.max(1e-6, Math.abs(y[i]!)));
+  return m;
+}
+
+function makeMlp(seed: number) {
+  kiln.manualSeed(seed);
+  const p = {
+    w1: kiln.keep(kiln.randn([16, 8]).mul(0.3)), b1: kiln.keep(kiln.zeros([16])),
+    w2: kiln.keep(kiln.randn([4, 16]).mul(0.3)), b2: kiln.keep(kiln.zeros([4])),
+  };
+  for (const [k, t] of Object.entries(p)) { kiln.keep(t); t.requiresGrad = true; t.name = k; }
+  return p;
+}
+type Mlp = ReturnType<typeof makeMlp>;
+const forward = (p: Mlp, x: kiln.Tensor) => kiln.linear(kiln.linear(x, p.w1, p.b1).relu(), p.w2, p.b2);
+
+function sgdStep(p: Mlp, x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor {
+  const params = Object.values(p);
+  for (const t of params) { t.grad?.dispose(); t.grad = null; }
+  const loss = kiln.crossEntropy(forward(p, x), y);
+  loss.backward();
+  kiln.noGrad(() => { for (const t of params) t.sub_(t.grad!.mul(0.1)); });
+  return loss;
+}
+
+test('compiled MLP forward equals eager, with fullgraph', () => {
+  kiln.compiler.reset();
+  const p = makeMlp(1);
+  const x = kiln.randn([32, 8]);
+  const compiled = kiln.compile((x: kiln.Tensor) => forward(p, x), { fullgraph: true });
+  kiln.noGrad(() => {
+    const e = forward(p, x);
+    const c1 = compiled(x);
+    const c2 = compiled(x); // replay
+    assert.ok(maxRelDiff(c1, e) < 1e-5);
+    assert.ok(maxRelDiff(c2, e) < 1e-5);
+  });
+  assert.equal(kiln.stats().graphBreaks.length, 0);
+  assert.equal(kiln.stats().cacheHits, 1);
+});
+
+test('20 compiled SGD training steps follow eager (losses and parameters within 1e-5), zero graph breaks', () => {
+  kiln.compiler.reset();
+  const pe = makeMlp(7), pc = makeMlp(7);
+  const x = kiln.randn([32, 8]);
+  const y = kiln.randint(0, 4, [32]);
+  const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => sgdStep(pc, x, y), { fullgraph: true });
+  for (let i = 0; i < 20; i++) {
+    kiln.scope(() => {
+      const le = sgdStep(pe, x, y).item();
+      const lc = (step(x, y) as kiln.Tensor).item();
+      assert.ok(Math.abs(le - lc) <= 1e-5 * Math.abs(le), `step ${i}: eager ${le} vs compiled ${lc}`);
+    });
+  }
+  for (const k of Object.keys(pe) as (keyof Mlp)[]) assert.ok(maxRelDiff(pc[k], pe[k]) < 1e-5, `param ${k}`);
+  const s = kiln.stats();
+  assert.equal(s.graphBreaks.length, 0);
+  assert.equal(s.compiles, 1, 'one compile for 20 steps');
+  assert.equal(s.cacheHits, 19);
+});
+
+test('a data-dependent branch gives 2 graphs and 1 break; explain names this file and line; fullgraph throws', () => {
+  kiln.compiler.reset();
+  const f = (x: kiln.Tensor) => {
+    if (x.sum().item() > 0) return x.mul(2); // BREAK_LINE
+    return x.mul(-1);
+  };
+  const x = kiln.randn([3, 3]);
+  const r = kiln.explain(f, { print: false })(x);
+  assert.equal(r.graphCount, 2);
+  assert.equal(r.graphBreakCount, 1);
+  const line = (new Error().stack!.split('\n')[1]!.match(/compile\.test\.ts:(\d+)/)![1]);
+  assert.match(r.breaks[0]!.location, /compile\.test\.ts:\d+:\d+/);
+  const breakLine = Number(r.breaks[0]!.location.split(':').at(-2));
+  assert.ok(breakLine < Number(line) && breakLine > Number(line) - 12, `break line ${breakLine} near the branch`);
+  assert.throws(() => kiln.compile(f, { fullgraph: true })(x), (e: unknown) => e instanceof kiln.GraphBreakError && /compile\.test\.ts:\d+:\d+/.test((e as Error).message));
+  // the compiled result still equals eager
+  const c = kiln.compile(f)(x) as kiln.Tensor;
+  assert.ok(maxRelDiff(c, f(x)) < 1e-6);
+});
+
+test('a changed batch size recompiles once with the reason; the limit falls back eagerly; failOnRecompile throws', () => {
+  kiln.compiler.reset();
+  const w = kiln.randn([8, 8]);
+  const f = kiln.compile((x: kiln.Tensor) => x.matmul(w).tanh());
+  f(kiln.randn([4, 8]));
+  f(kiln.randn([4, 8]));
+  f(kiln.randn([6, 8]));
+  let s = kiln.stats();
+  assert.equal(s.recompiles.length, 1);
+  assert.match(s.recompiles[0]!.reason, /dim 0 changed: expected 4, got 6/);
+  for (let b = 1; b <= 9; b++) {
+    const x = kiln.randn([b + 10, 8]);
+    const r = f(x) as kiln.Tensor;
+    assert.ok(maxRelDiff(r, x.matmul(w).tanh()) < 1e-6);
+  }
+  s = kiln.stats();
+  assert.equal(s.recompiles.length, 7, 'entries up to the limit of 8');
+  assert.ok(s.eagerFallbacks >= 3, `fell back eagerly (${s.eagerFallbacks})`);
+  assert.match(s.fallbackReasons[0]!, /recompile limit 8/);
+  kiln.compiler.setStance('failOnRecompile');
+  try {
+    const g = kiln.compile((x: kiln.Tensor) => x.add(1));
+    g(kiln.randn([2]));
+    assert.throws(() => g(kiln.randn([3])), kiln.RecompileError);
+  } finally {
+    kiln.compiler.setStance('default');
+  }
+});
+
+test('replay skips user JavaScript: a counter moves only while tracing', () => {
+  kiln.compiler.reset();
+  let calls = 0;
+  const f = kiln.compile((x: kiln.Tensor) => { calls++; return x.exp().sum(); });
+  for (let i = 0; i < 5; i++) f(kiln.randn([5]));
+  assert.equal(calls, 1);
+});
+
+test('custom ops run as opaque nodes inside a graph, with their gradient', () => {
+  kiln.compiler.reset();
+  const cube = kiln.customOp({
+    name: 'cube',
+    forward: (x) => { const d = x.dataSync(); return kiln.tensor(Float32Array.from(d, (v) => v * v * v), [...x.shape]); },
+    backward: (g, [x]) => [g.mul(x!.mul(x!).mul(3))],
+  });
+  const f = kiln.compile((x: kiln.Tensor) => cube(x.add(1)).sum(), { fullgraph: true });
+  const x = kiln.randn([4]);
+  const want = x.add(1).pow(3).sum().item();
+  assert.ok(Math.abs((f(x) as kiln.Tensor).item() - want) < 1e-4 * Math.abs(want) + 1e-5);
+  assert.ok(Math.abs((f(x) as kiln.Tensor).item() - want) < 1e-4 * Math.abs(want) + 1e-5);
+  assert.equal(kiln.stats().graphBreaks.length, 0);
+  const xg = kiln.randn([4], { requiresGrad: true });
+  cube(xg).sum().backward();
+  assert.ok(maxRelDiff(xg.grad!, xg.detach().pow(2).mul(3)) < 1e-5);
+});
+
+test('kiln.compiler.disable makes a graph break and runs eagerly', () => {
+  kiln.compiler.reset();
+  const helper = kiln.compiler.disable((t: kiln.Tensor) => t.add(1));
+  const f = kiln.compile((x: kiln.Tensor) => helper(x.mul(2)).mul(3));
+  const x = kiln.randn([3]);
+  assert.ok(maxRelDiff(f(x) as kiln.Tensor, x.mul(2).add(1).mul(3)) < 1e-6);
+  assert.equal(kiln.stats().graphBreaks.length, 1);
+  assert.match(kiln.stats().graphBreaks[0]!.reason, /disable/);
+});
+
+test('mode reduce-overhead and backend eager compute the same values', () => {
+  kiln.compiler.reset();
+  const w = kiln.randn([6, 6]);
+  const fn = (x: kiln.Tensor) => x.matmul(w).softmax(-1).mul(x).sum(0);
+  const x = kiln.randn([5, 6]);
+  const want = fn(x);
+  for (const opts of [{ mode: 'reduce-overhead' as const }, { backend: 'eager' }]) {
+    const f = kiln.compile(fn, opts);
+    for (let i = 0; i < 3; i++) assert.ok(maxRelDiff(f(x) as kiln.Tensor, want) < 1e-6, JSON.stringify(opts));
+  }
+});
