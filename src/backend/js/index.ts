@@ -9,7 +9,7 @@ import type { KernelArgs, KernelSpec, ViewArg } from '../kernel-spec.js';
 import { exprKey } from '../scalar-expr.js';
 import { cumsum, gather, indexAdd, indexSelect, scatterAdd } from './indexing.js';
 import { matmul2d } from './matmul.js';
-import { pointwiseKernel } from './pointwise.js';
+import { pointwiseKernel, type PointwiseFn } from './pointwise.js';
 import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 
@@ -68,15 +68,19 @@ function specKey(spec: KernelSpec): string {
 
 function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
   switch (spec.kind) {
-    case 'pointwise':
+    case 'pointwise': {
+      // one generated function per coalesced rank, found without rebuilding the key
+      const byRank: PointwiseFn[] = [];
+      const key = exprKey(spec.expr);
       return (a) => {
         const args = a as Extract<KernelArgs, { kind: 'pointwise' }>;
         const c = coalesce(args.shape, [args.out.strides, ...args.inputs.map((v) => v.strides)]);
         const ndim = c.shape.length;
-        const fn = pointwiseKernel(`${exprKey(spec.expr)}|${spec.nInputs}|${ndim}`, spec.expr, spec.nInputs, ndim);
+        const fn = (byRank[ndim] ??= pointwiseKernel(`${key}|${spec.nInputs}|${ndim}`, spec.expr, spec.nInputs, ndim));
         fn(args.params, data(args.out), args.out.offset, c.strides[0]!, args.inputs.map(data),
           args.inputs.map((v) => v.offset), c.strides.slice(1), c.shape);
       };
+    }
     case 'reduce':
       return (a) => {
         const args = a as Extract<KernelArgs, { kind: 'reduce' }>;
