@@ -33,7 +33,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   x.assertAlive('reshape');
   checkShapeArg('reshape', shape);
   const target = inferReshape('reshape', x.shape, shape);
-  if (x.hasStorage && !viewStrides(x.shape, x.strides, target)) return apply(viewPrim, [copy(x)], { shape: target });
+  if (!viewStrides(x.shape, x.strides, target)) return apply(viewPrim, [copy(x)], { shape: target });
   return apply(viewPrim, [x], { shape: target });
 }
 
@@ -377,7 +377,7 @@ export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
 
 /** A contiguous tensor with the same values (the input itself when already contiguous). */
 export function contiguous(x: Tensor): Tensor {
-  return x.isContiguous && x.hasStorage ? apply(viewPrim, [x], { shape: x.shape }) : copy(x);
+  return x.isContiguous ? apply(viewPrim, [x], { shape: x.shape }) : copy(x);
 }
 
 function checkShapeArg(op: string, shape: unknown, allowNegOne = true): asserts shape is readonly number[] {
