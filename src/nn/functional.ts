@@ -1,0 +1,12 @@
+// nn.functional: torch.nn.functional's names for kiln's functional ops (one definition
+// each, in src/ops), so code ported from torch finds them where it expects.
+
+export {
+  linear, dropout, layerNorm, batchNorm, embedding, nllLoss, crossEntropy, mseLoss,
+  binaryCrossEntropyWithLogits, scaledDotProductAttention, type Reduction, type BatchNormOptions,
+} from '../ops/functional.js';
+export { relu, gelu, silu, sigmoid, tanh, softplus } from '../ops/math.js';
+export { softmax, logSoftmax } from '../ops/reduce.js';
+export { conv2d, maxPool2d, avgPool2d } from '../ops/window.js';
+export { oneHot } from '../ops/indexing.js';
+export { pad } from '../ops/movement.js';
