@@ -2,12 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
 
+/** max |a - b| / max |b|: relative to the tensor's scale (fused kernels round once, eager after every op) */
 function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
   const x = a.dataSync(), y = b.dataSync();
   assert.equal(x.length, y.length);
-  let m = 0;
-  for (let i = 0; i < x.length; i++) m = Math.max(m, Math.abs(x[i]! - y[i]!) / Math.max(1e-6, Math.abs(y[i]!)));
-  return m;
+  let m = 0, scale = 1e-12;
+  for (let i = 0; i < x.length; i++) {
+    m = Math.max(m, Math.abs(x[i]! - y[i]!));
+    scale = Math.max(scale, Math.abs(y[i]!));
+  }
+  return m / scale;
 }
 
 function makeMlp(seed: number) {

@@ -4,6 +4,7 @@
 import type { DType } from '../core/dtype.js';
 import type { BackendBuffer } from './backend.js';
 import type { ScalarExpr } from './scalar-expr.js';
+import type { LoopKernel } from '../compiler/loop-ir.js';
 
 /** A strided window onto a buffer. */
 export interface ViewArg {
@@ -25,7 +26,9 @@ export type KernelSpec =
   | { readonly kind: 'im2col'; readonly dtype: DType }
   | { readonly kind: 'col2im'; readonly dtype: DType }
   | { readonly kind: 'cumsum'; readonly dtype: DType }
-  | { readonly kind: 'random'; readonly dist: 'uniform' | 'normal'; readonly dtype: DType };
+  | { readonly kind: 'random'; readonly dist: 'uniform' | 'normal'; readonly dtype: DType }
+  /** a fused kernel from the compiler's loop IR, over a program's buffer list */
+  | { readonly kind: 'loop'; readonly kernel: LoopKernel; readonly nBuffers: number };
 
 /** Convolution window geometry shared by im2col and col2im. */
 export interface WindowGeometry {
@@ -52,4 +55,5 @@ export type KernelArgs =
   | { readonly kind: 'indexAdd'; readonly src: ViewArg; readonly index: ViewArg; readonly out: ViewArg; readonly outer: number; readonly outDim: number; readonly inner: number; readonly count: number }
   | { readonly kind: 'im2col' | 'col2im'; readonly image: ViewArg; readonly cols: ViewArg; readonly geom: WindowGeometry }
   | { readonly kind: 'cumsum'; readonly input: ViewArg; readonly out: ViewArg; readonly outer: number; readonly len: number; readonly inner: number }
-  | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number };
+  | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number }
+  | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[] };

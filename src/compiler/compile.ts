@@ -8,6 +8,9 @@ import { isGradEnabled } from '../autograd/grad-mode.js';
 import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
+import { FusedProgram } from './fused-program.js';
+import { lower, dropDeadStores } from './lower.js';
+import { renderKernelSource } from '../backend/js/render-loop.js';
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
@@ -33,6 +36,8 @@ export interface CompileOptions {
   name?: string;
   /** maximum compiled entries before falling back (default 8) */
   recompileLimit?: number;
+  /** false: replay recorded eager kernels instead of fused generated kernels (for debugging) */
+  fuse?: boolean;
 }
 
 let stance: Stance = 'default';
@@ -59,7 +64,7 @@ interface ModuleLike {
 interface Entry {
   readonly guards: Guard[];
   readonly graph: Graph;
-  readonly program: Program | null;
+  readonly program: Runnable | null;
   /** node ids (in graph.outputs order) that are the result's tensors */
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
@@ -70,7 +75,7 @@ interface Entry {
 
 export interface CompileReport {
   name: string;
-  graphs: { text: string; ops: number; key: string; program?: string }[];
+  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number }[];
   breaks: { reason: string; location: string; hint: string }[];
   guards: string[];
   timings: { trace: number; passes: PassTimings; codegen: number; total: number };
@@ -81,7 +86,7 @@ export class CompiledFunction {
   readonly name: string;
   private entries: Entry[] = [];
   private epoch = epoch;
-  private readonly segments = new Map<string, Program>();
+  private readonly segments = new Map<string, Runnable>();
   private readonly argNames: string[];
   private limitWarned = false;
   /** the arguments of the call being traced (segments bind their inputs from them) */
@@ -252,29 +257,28 @@ export class CompiledFunction {
   }
 
   /** Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies their data. */
-  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null): { graph: Graph; program: Program | null; idMap: Map<number, number> } {
+  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null): { graph: Graph; program: Runnable | null; idMap: Map<number, number> } {
     // keep original ids reachable after passes renumber nodes: outputs keep their order
     const originalOutputs = [...graph.outputs];
     const optimized = runPasses(graph, report.timings.passes);
     const idMap = new Map<number, number>(originalOutputs.map((id, i) => [id, optimized.outputs[i]!]));
     const key = graphKey(optimized);
-    let program: Program | null = null;
+    let program: Runnable | null = null;
     const useProgram = this.opts.backend !== 'eager';
     if (useProgram) {
       program = this.segments.get(key) ?? null;
       if (program) counters.segmentHits++;
       else {
         const t0 = performance.now();
-        program = buildProgram(optimized, runtime.backend, { persistentScratch: this.opts.mode === 'reduce-overhead' });
+        program = makeProgram(optimized, this.opts, report);
         const ms = performance.now() - t0;
         addCodegen(ms);
         this.segments.set(key, program);
         counters.graphsCompiled++;
-        log('output_code', () => `${optimized.name}:\n${program!.print()}`);
       }
     }
     const text = printGraph(optimized);
-    report.graphs.push({ text, ops: optimized.opCount, key, program: program?.print() });
+    report.graphs.push({ text, ops: optimized.opCount, key, program: program?.print(), kernels: program instanceof FusedProgram ? program.kernels.length : undefined });
     log('graph', text);
     debugDump(this.name, optimized.name, { 'graph.txt': text, 'program.txt': program?.print() ?? '(eager backend: node by node)' });
     // run it now on the real tensors
@@ -293,6 +297,31 @@ export class CompiledFunction {
     });
     return { graph: optimized, program, idMap };
   }
+}
+
+export type Runnable = Program | FusedProgram;
+
+/** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
+function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
+  if (opts.fuse !== false) {
+    try {
+      const t0 = performance.now();
+      const lowered = lower(graph);
+      dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
+      report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
+      const p = new FusedProgram(lowered, runtime.backend);
+      log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${lowered.decisions.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n')}`);
+      log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source(renderKernelSource)}`);
+      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': lowered.decisions.map((d) => `${d.decision} ${d.nodes.join(',')}: ${d.reason}`).join('\n'), 'output_code.js': p.source(renderKernelSource) });
+      return p;
+    } catch (e) {
+      log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${(e as Error).message}`);
+      counters.fusionFallbacks++;
+    }
+  }
+  const p = buildProgram(graph, runtime.backend, { persistentScratch: opts.mode === 'reduce-overhead' });
+  log('output_code', () => `${graph.name}:\n${p.print()}`);
+  return p;
 }
 
 function dedupe(ids: number[]): number[] {

@@ -18,10 +18,12 @@ export interface CompilerStats {
   segmentHits: number;
   graphsCompiled: number;
   compileTimeMs: number;
+  /** graphs whose fusion failed and that run recorded eager kernels instead (each logged) */
+  fusionFallbacks: number;
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0 };
+  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0 };
 }
 
 export let counters: CompilerStats = fresh();

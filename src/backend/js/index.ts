@@ -12,6 +12,7 @@ import { matmul2d } from './matmul.js';
 import { pointwiseKernel, type PointwiseFn } from './pointwise.js';
 import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
+import { compileKernel, renderKernelSource } from './render-loop.js';
 
 export class JsBuffer implements BackendBuffer {
   constructor(readonly dtype: DType, readonly data: TypedArray) {}
@@ -63,6 +64,7 @@ export class JsBackend implements Backend {
 
 function specKey(spec: KernelSpec): string {
   if (spec.kind === 'pointwise') return `pw|${exprKey(spec.expr)}|${spec.outDType}|${spec.nInputs}|${spec.ndim}`;
+  if (spec.kind === 'loop') return `loop|${renderKernelSource(spec.kernel, spec.nBuffers)}`;
   return JSON.stringify(spec);
 }
 
@@ -116,6 +118,10 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
         const args = a as Extract<KernelArgs, { kind: 'im2col' | 'col2im' }>;
         col2im(data(args.cols), args.cols.offset, data(args.image), args.image.offset, args.geom);
       };
+    case 'loop': {
+      const { fn } = compileKernel(spec.kernel, spec.nBuffers);
+      return (a) => fn((a as Extract<KernelArgs, { kind: 'loop' }>).buffers.map((b) => (b as JsBuffer).data));
+    }
     case 'random':
       return (a) => {
         const args = a as Extract<KernelArgs, { kind: 'random' }>;

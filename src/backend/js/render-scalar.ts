@@ -97,6 +97,20 @@ const INT_RENDER: Partial<Record<ScalarOp, Render>> = {
   round: (a) => a,
 };
 
+/** One scalar op in JS, with int32 wrap-around where the result dtype is int32. */
+export function renderOp(op: ScalarOp, dtype: string, args: readonly string[]): string {
+  const render = (dtype === 'int32' && INT_RENDER[op]) || FLOAT_RENDER[op];
+  return render(args[0]!, args[1] ?? '', args[2] ?? '');
+}
+
+/** A cast in JS (float32 rounds, int32 truncates, bool tests non-zero). */
+export function renderCast(inner: string, dtype: string): string {
+  if (dtype === 'int32') return `(Math.trunc(${inner}) | 0)`;
+  if (dtype === 'bool') return `(${inner} !== 0 ? 1 : 0)`;
+  if (dtype === 'float32') return `Math.fround(${inner})`;
+  return inner;
+}
+
 export function renderJs(e: ScalarExpr, load: (index: number) => string): string {
   switch (e.kind) {
     case 'input': return load(e.index);

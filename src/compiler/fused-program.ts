@@ -1,0 +1,193 @@
+// A fused program: the scheduled kernels over planned buffers. Scratch buffers are
+// allocated once and reused by lifetime (and in place where an elementwise kernel's input
+// dies); outputs are fresh on every call because the caller owns them.
+
+import type { Backend, BackendBuffer, PreparedKernel } from '../backend/backend.js';
+import { itemSize, type DType } from '../core/dtype.js';
+import { defaultGenerator } from '../core/random.js';
+import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
+import { runtime } from '../ops/dispatch.js';
+import { Storage } from '../tensor/storage.js';
+import { Tensor } from '../tensor/tensor.js';
+import { kernelLoads, kernelStores, printKernel, type LoopKernel } from './loop-ir.js';
+import type { BufferView, Lowered, Step } from './lower.js';
+
+interface PlannedStep {
+  readonly step: Step;
+  readonly prepared?: PreparedKernel;
+}
+
+export interface MemoryPlan {
+  /** physical scratch slot of each logical scratch buffer (-1: input, constant or output) */
+  readonly slotOf: number[];
+  readonly slots: { dtype: DType; size: number }[];
+  readonly scratchBytes: number;
+  readonly outputBytes: number;
+  /** logical buffers written in place of a dead input of their kernel */
+  readonly inPlace: number;
+}
+
+function stepReads(s: Step): number[] {
+  return s.kind === 'kernel' ? [...kernelLoads(s.kernel)] : s.inputs.map((v) => v.buf);
+}
+function stepWrites(s: Step): number[] {
+  return s.kind === 'kernel' ? [...new Set(kernelStores(s.kernel).map((x) => x.buf))] : [s.out.buf];
+}
+
+/** Lifetime-based reuse of scratch buffers (best fit by size, same dtype). */
+export function planMemory(l: Lowered): MemoryPlan {
+  const outputBufs = new Set(l.outputs.map((o) => o.buf));
+  const lastUse = new Map<number, number>();
+  l.steps.forEach((s, i) => stepReads(s).forEach((b) => lastUse.set(b, i)));
+  const slotOf = l.buffers.map(() => -1);
+  const slots: { dtype: DType; size: number; freeAfter: number }[] = [];
+  let inPlace = 0;
+  l.steps.forEach((s, i) => {
+    for (const b of stepWrites(s)) {
+      const info = l.buffers[b]!;
+      if (info.kind !== 'scratch' || outputBufs.has(b) || slotOf[b] !== -1) continue;
+      // a slot free before this step, or one whose last reader is this elementwise kernel
+      let best = -1;
+      for (let k = 0; k < slots.length; k++) {
+        const sl = slots[k]!;
+        if (sl.dtype !== info.dtype || sl.size < info.size) continue;
+        const free = sl.freeAfter < i || (sl.freeAfter === i && elementwiseInPlace(s, b, slotOf, k));
+        if (free && (best < 0 || sl.size < slots[best]!.size)) best = k;
+      }
+      if (best >= 0 && slots[best]!.freeAfter === i) inPlace++;
+      if (best < 0) {
+        slots.push({ dtype: info.dtype, size: info.size, freeAfter: -1 });
+        best = slots.length - 1;
+      }
+      slotOf[b] = best;
+      slots[best]!.freeAfter = Math.max(lastUse.get(b) ?? i, i);
+    }
+  });
+  const scratchBytes = slots.reduce((a, s) => a + s.size * itemSize(s.dtype), 0);
+  const outputBytes = [...outputBufs].reduce((a, b) => a + (l.buffers[b]!.kind === 'scratch' ? l.buffers[b]!.size * itemSize(l.buffers[b]!.dtype) : 0), 0);
+  return { slotOf, slots: slots.map(({ dtype, size }) => ({ dtype, size })), scratchBytes, outputBytes, inPlace };
+}
+
+/** Whether kernel `s` reads every buffer living in `slot` only at the index it writes `b`. */
+function elementwiseInPlace(s: Step, b: number, slotOf: number[], slot: number): boolean {
+  if (s.kind !== 'kernel' || s.kernel.kind !== 'pointwise') return false;
+  const k = s.kernel;
+  const store = k.stores.find((x) => x.buf === b);
+  if (!store) return false;
+  const key = `${store.at.c.join(',')}+${store.at.o}`;
+  return k.body.every((st) => st.e.k !== 'load' || slotOf[st.e.buf] !== slot || `${st.e.at.c.join(',')}+${st.e.at.o}` === key);
+}
+
+export class FusedProgram {
+  private readonly planned: PlannedStep[];
+  private readonly scratch: BackendBuffer[];
+  private readonly constants = new Map<number, BackendBuffer>();
+  readonly plan: MemoryPlan;
+
+  constructor(
+    readonly lowered: Lowered,
+    readonly backend: Backend,
+  ) {
+    this.plan = planMemory(lowered);
+    this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size));
+    for (const b of lowered.buffers) {
+      if (b.kind !== 'constant') continue;
+      const buf = backend.alloc(b.dtype, b.size);
+      backend.write(buf, b.data!);
+      this.constants.set(b.id, buf);
+    }
+    const n = lowered.buffers.length;
+    this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: backend.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
+  }
+
+  get kernels(): LoopKernel[] {
+    return this.lowered.steps.flatMap((s) => (s.kind === 'kernel' ? [s.kernel] : []));
+  }
+
+  get launchCount(): number {
+    return this.lowered.steps.length;
+  }
+
+  /** Peak bytes the program holds while it runs (scratch slots and this call's outputs). */
+  get peakBytes(): number {
+    return this.plan.scratchBytes + this.plan.outputBytes;
+  }
+
+  run(inputs: readonly Tensor[]): Tensor[] {
+    const l = this.lowered;
+    const bufs: BackendBuffer[] = new Array(l.buffers.length);
+    const storages = new Map<number, Storage>();
+    l.inputBuffers.forEach((b, i) => {
+      const st = inputs[i]!.storage;
+      bufs[b] = st.buf;
+      storages.set(b, st);
+    });
+    for (const [id, buf] of this.constants) bufs[id] = buf;
+    const outputBufs = new Set(l.outputs.map((o) => o.buf));
+    for (const b of l.buffers) {
+      if (b.kind !== 'scratch') continue;
+      if (outputBufs.has(b.id) || this.plan.slotOf[b.id] === -1) {
+        const buf = this.backend.alloc(b.dtype, b.size);
+        bufs[b.id] = buf;
+        if (outputBufs.has(b.id)) storages.set(b.id, new Storage(this.backend, buf));
+      } else bufs[b.id] = this.scratch[this.plan.slotOf[b.id]!]!;
+    }
+    const args = { kind: 'loop' as const, buffers: bufs };
+    for (const p of this.planned) {
+      if (p.prepared) this.backend.launch(p.prepared, args);
+      else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
+    }
+    return l.outputs.map((o) => {
+      let st = storages.get(o.buf);
+      if (!st) {
+        // an output that is a constant: hand out a copy-free borrowed view
+        st = new Storage(this.backend, bufs[o.buf]!, false);
+        storages.set(o.buf, st);
+      }
+      return new Tensor(st, o.shape, o.strides, o.offset, o.dtype);
+    });
+  }
+
+  /** The loop IR of every kernel, the opaque steps, and the memory plan (printer). */
+  print(): string {
+    const lines = [`fused program: ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps; scratch ${this.plan.slots.length} buffers / ${this.plan.scratchBytes} bytes (reused by lifetime, ${this.plan.inPlace} in place), outputs ${this.plan.outputBytes} bytes`];
+    for (const s of this.lowered.steps) {
+      if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
+      else lines.push(`opaque ${s.node.op} (%${s.node.id}): (${s.inputs.map((v) => `buf${v.buf}`).join(', ')}) -> buf${s.out.buf}`);
+    }
+    return lines.join('\n');
+  }
+
+  /** Generated source of every kernel (KILN_LOGS=output_code). */
+  source(render: (k: LoopKernel, n: number) => string): string {
+    return this.kernels.map((k) => render(k, this.lowered.buffers.length)).join('\n\n');
+  }
+}
+
+function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {
+  const wrap = (v: BufferView) => new Tensor(new Storage(backend, bufs[v.buf]!, false), v.shape, v.strides, v.offset, v.dtype, true);
+  const ins = s.inputs.map(wrap);
+  const out = wrap(s.out);
+  const grad = isGradEnabled();
+  const tracer = runtime.tracer;
+  runtime.tracer = null;
+  setGradEnabled(false);
+  try {
+    let attrs = s.node.attrs;
+    if (s.node.op === 'random') {
+      // fresh numbers on every call, from the global generator
+      const a = attrs as { shape: number[] };
+      attrs = { ...(attrs as object), ...reserve(a.shape) };
+    }
+    s.node.prim!.run!(ins, out, attrs);
+  } finally {
+    setGradEnabled(grad);
+    runtime.tracer = tracer;
+    ins.forEach((t) => t.dispose());
+    out.dispose();
+  }
+}
+
+function reserve(shape: readonly number[]): { seed: number; offset: number } {
+  return defaultGenerator.reserve(shape.reduce((a, b) => a * b, 1));
+}

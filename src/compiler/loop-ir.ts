@@ -1,0 +1,177 @@
+// Loop IR: what a fused kernel computes, independent of the language it is rendered in.
+// Indices are affine in the loop variables, so movement ops (transpose, broadcast, slice,
+// reshape of contiguous data) are index arithmetic, never copies.
+
+import type { DType } from '../core/dtype.js';
+import type { ReduceOp } from '../backend/kernel-spec.js';
+import type { ScalarOp } from '../backend/scalar-expr.js';
+
+/** o + sum_v c[v] * var_v: a flat element offset (or one dim's index) as a function of the loop vars. */
+export interface Affine {
+  readonly c: readonly number[];
+  readonly o: number;
+}
+
+export type LExpr =
+  | { readonly k: 'load'; readonly buf: number; readonly at: Affine; readonly dtype: DType }
+  | { readonly k: 'const'; readonly v: number }
+  | { readonly k: 'op'; readonly op: ScalarOp; readonly a: readonly LExpr[]; readonly dtype: DType }
+  | { readonly k: 'cast'; readonly a: LExpr; readonly dtype: DType }
+  /** a value computed earlier in the same loop body */
+  | { readonly k: 'tmp'; readonly id: number }
+  /** the result of a reduction of the current row (row kernels) */
+  | { readonly k: 'red'; readonly id: number }
+  /** the matmul accumulator at this output element (matmul epilogues) */
+  | { readonly k: 'acc' };
+
+export interface Stmt {
+  readonly id: number;
+  readonly e: LExpr;
+}
+
+export interface Store {
+  readonly buf: number;
+  readonly at: Affine;
+  readonly value: LExpr;
+  readonly dtype: DType;
+  /** the graph node whose value this stores (for printing) */
+  readonly node: number;
+}
+
+export interface Reduction {
+  readonly id: number;
+  readonly op: ReduceOp;
+  /** statements of the reduction loop; `value` is accumulated */
+  readonly body: Stmt[];
+  value: LExpr;
+  readonly node: number;
+}
+
+export interface PointwiseKernel {
+  readonly kind: 'pointwise';
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly body: Stmt[];
+  readonly stores: Store[];
+}
+
+/** Reductions over the inner dims of each outer index, then an epilogue per row and per element. */
+export interface RowKernel {
+  readonly kind: 'row';
+  readonly name: string;
+  readonly outer: readonly number[];
+  readonly inner: readonly number[];
+  readonly reductions: Reduction[];
+  /** per row, after the reductions (vars: outer only) */
+  readonly outerBody: Stmt[];
+  readonly outerStores: Store[];
+  /** per element of the row, after the reductions (vars: outer + inner) */
+  readonly rowBody: Stmt[];
+  readonly rowStores: Store[];
+}
+
+export interface MatmulOperand {
+  readonly buf: number;
+  /** offset as a function of the batch vars */
+  readonly base: Affine;
+  /** element stride along the row (m or k) and column (k or n) */
+  readonly sRow: number;
+  readonly sCol: number;
+}
+
+/** C = A·B with a fused epilogue; epilogue vars are batch..., i, j. */
+export interface MatmulKernel {
+  readonly kind: 'matmul';
+  readonly name: string;
+  readonly dtype: DType;
+  readonly batch: readonly number[];
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly a: MatmulOperand;
+  readonly b: MatmulOperand;
+  readonly body: Stmt[];
+  readonly stores: Store[];
+}
+
+export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel;
+
+// ---- printer ----
+
+function fmtAffine(a: Affine, names: readonly string[]): string {
+  const terms = a.c.map((c, v) => (c === 0 ? '' : c === 1 ? names[v]! : `${c}*${names[v]}`)).filter(Boolean);
+  if (a.o !== 0 || terms.length === 0) terms.push(String(a.o));
+  return terms.join(' + ');
+}
+
+export function fmtExpr(e: LExpr, names: readonly string[]): string {
+  switch (e.k) {
+    case 'load': return `buf${e.buf}[${fmtAffine(e.at, names)}]`;
+    case 'const': return String(e.v);
+    case 'tmp': return `t${e.id}`;
+    case 'red': return `r${e.id}`;
+    case 'acc': return 'acc';
+    case 'cast': return `${e.dtype}(${fmtExpr(e.a, names)})`;
+    case 'op': return `${e.op}(${e.a.map((x) => fmtExpr(x, names)).join(', ')})`;
+  }
+}
+
+function fmtStmts(body: readonly Stmt[], names: readonly string[], indent: string): string[] {
+  return body.map((s) => `${indent}t${s.id} = ${fmtExpr(s.e, names)}`);
+}
+
+function fmtStores(stores: readonly Store[], names: readonly string[], indent: string): string[] {
+  return stores.map((s) => `${indent}buf${s.buf}[${fmtAffine(s.at, names)}] = ${fmtExpr(s.value, names)}   (%${s.node})`);
+}
+
+/** The loop IR of a kernel as readable text (the `loop IR` stage printer). */
+export function printKernel(k: LoopKernel): string {
+  const L: string[] = [];
+  if (k.kind === 'pointwise') {
+    const names = k.shape.map((_, d) => `i${d}`);
+    L.push(`kernel ${k.name}: pointwise over [${k.shape.join(', ')}]`);
+    L.push(...fmtStmts(k.body, names, '  '), ...fmtStores(k.stores, names, '  '));
+  } else if (k.kind === 'row') {
+    const names = [...k.outer.map((_, d) => `o${d}`), ...k.inner.map((_, d) => `r${d}`)];
+    L.push(`kernel ${k.name}: row reduction, outer [${k.outer.join(', ')}] x inner [${k.inner.join(', ')}]`);
+    for (const r of k.reductions) {
+      L.push(`  r${r.id} = ${r.op} over inner of:   (%${r.node})`);
+      L.push(...fmtStmts(r.body, names, '    '), `    ${fmtExpr(r.value, names)}`);
+    }
+    if (k.outerBody.length || k.outerStores.length) L.push('  per row:', ...fmtStmts(k.outerBody, names, '    '), ...fmtStores(k.outerStores, names, '    '));
+    if (k.rowBody.length || k.rowStores.length) L.push('  per element:', ...fmtStmts(k.rowBody, names, '    '), ...fmtStores(k.rowStores, names, '    '));
+  } else {
+    const names = [...k.batch.map((_, d) => `b${d}`), 'i', 'j'];
+    L.push(`kernel ${k.name}: matmul [${k.batch.join(', ')}${k.batch.length ? ', ' : ''}${k.m}x${k.k}] @ [${k.k}x${k.n}] ${k.dtype}`);
+    L.push(`  A = buf${k.a.buf}, B = buf${k.b.buf}`);
+    L.push('  epilogue:', ...fmtStmts(k.body, names, '    '), ...fmtStores(k.stores, names, '    '));
+  }
+  return L.join('\n');
+}
+
+/** Every buffer a kernel reads. */
+export function kernelLoads(k: LoopKernel): Set<number> {
+  const out = new Set<number>();
+  const visit = (e: LExpr) => {
+    if (e.k === 'load') out.add(e.buf);
+    else if (e.k === 'op') e.a.forEach(visit);
+    else if (e.k === 'cast') visit(e.a);
+  };
+  const stmts = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
+  const stores = (s: readonly Store[]) => s.forEach((x) => visit(x.value));
+  if (k.kind === 'pointwise') (stmts(k.body), stores(k.stores));
+  else if (k.kind === 'row') {
+    for (const r of k.reductions) (stmts(r.body), visit(r.value));
+    stmts(k.outerBody), stores(k.outerStores), stmts(k.rowBody), stores(k.rowStores);
+  } else {
+    out.add(k.a.buf);
+    out.add(k.b.buf);
+    stmts(k.body), stores(k.stores);
+  }
+  return out;
+}
+
+export function kernelStores(k: LoopKernel): Store[] {
+  if (k.kind === 'row') return [...k.outerStores, ...k.rowStores];
+  return k.stores;
+}
