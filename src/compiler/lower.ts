@@ -137,6 +137,8 @@ interface Stage {
 
 interface KernelCtx {
   readonly nv: number;
+  /** the step index of this kernel: it may only load buffers written by earlier steps */
+  readonly seq: number;
   /** node values this kernel has in registers for this stage, by node and access */
   local(node: number, acc: readonly Affine[], stage: Stage): LExpr | null;
   /** buffers this kernel writes: reading them here would race */
@@ -220,8 +222,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
 
   // ---- expressions ----
   let tmpId = 0;
-  const available = new Set<number>(); // materialized nodes whose buffers are written by earlier steps
-  for (const n of nodes) if (n.op === 'input' || n.op === 'constant') available.add(n.id);
+  const producedAt = new Map<number, number>(); // step index that writes each materialized node's buffer
+  for (const n of nodes) if (n.op === 'input' || n.op === 'constant') producedAt.set(n.id, -1);
 
   function exprOf(id: number, acc: readonly Affine[], ctx: KernelCtx, stage: Stage): LExpr {
     const n = nodes[id]!;
@@ -234,7 +236,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
         if (isPointwiseNode(n) || VIEWS.has(n.op)) return defineExpr(n, acc, ctx, stage);
         throw new CannotFuse(`%${id} is written by this kernel and read at another index`);
       }
-      if (!available.has(id)) throw new CannotFuse(`%${id} is not computed yet`);
+      const at = producedAt.get(id);
+      if (at === undefined || at >= ctx.seq) throw new CannotFuse(`%${id} is not computed before this kernel`);
       const l = layoutOf.get(id)!;
       return load(b, flatten(acc, l.strides, l.offset, ctx.nv), n.meta.dtype, stage, ctx);
     }
@@ -328,12 +331,18 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
 
   // ---- kernels ----
   const steps: Step[] = [];
-  let current: { kernel: LoopKernel; ctx: KernelCtx; stages: Record<string, Stage>; meta: Record<string, unknown> } | null = null;
+  interface Entry { kernel: LoopKernel; ctx: KernelCtx; stages: Record<string, Stage>; meta: Record<string, unknown> }
+  let current: Entry | null = null;
+  const entries: Entry[] = [];
+  const open = (e: Entry): Entry => {
+    steps.push({ kind: 'kernel', kernel: e.kernel });
+    entries.push(e);
+    current = e;
+    return e;
+  };
   const newStage = (outer?: Stage, ownVars?: number[]): Stage => ({ stmts: [], memo: new Map(), outer, ownVars });
 
-  const snapshot = () => {
-    if (!current) return null;
-    const cur = current;
+  const snapshot = (cur: Entry) => {
     const st = Object.values(cur.stages).map((x) => ({ s: x, n: x.stmts.length, memo: new Map(x.memo) }));
     const k = cur.kernel;
     const lens = k.kind === 'row' ? [k.reductions.length, k.outerStores.length, k.rowStores.length] : [k.stores.length];
@@ -359,7 +368,6 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   };
 
   const flush = () => {
-    if (current) steps.push({ kind: 'kernel', kernel: current.kernel });
     current = null;
   };
 
@@ -376,8 +384,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     const nv = n.meta.shape.length;
     const body = newStage();
     const kernel: PointwiseKernel = { kind: 'pointwise', name: kname(n.op), shape: n.meta.shape, body: body.stmts, stores: [] };
-    const ctx: KernelCtx = { nv, writes: new Set(), local: (id, acc, stage) => storedLocal(kernel, id, acc, stage) };
-    current = { kernel, ctx, stages: { body }, meta: { shape: n.meta.shape } };
+    const ctx: KernelCtx = { nv, seq: steps.length, writes: new Set(), local: (id, acc, stage) => storedLocal(kernel, id, acc, stage) };
+    open({ kernel, ctx, stages: { body }, meta: { shape: n.meta.shape } });
   }
 
   /** A value this kernel already computed at the same index, in this stage or the one around it. */
@@ -398,9 +406,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   }
 
   function addPointwise(n: GraphNode): void {
-    const tryIn = (): boolean => {
-      if (!current) return false;
-      const undo = snapshot()!;
+    const tryIn = (current: Entry): boolean => {
+      const undo = snapshot(current);
       try {
         const k = current.kernel;
         if (k.kind === 'pointwise') {
@@ -453,13 +460,21 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
       } catch (e) {
         undo();
         if (e instanceof CannotFuse) {
-          decisions.push({ decision: 'materialized', nodes: [n.id], reason: `not fused into ${current.kernel.name}: ${e.message}` });
+          if (current === entries[entries.length - 1]) decisions.push({ decision: 'materialized', nodes: [n.id], reason: `not fused into ${current.kernel.name}: ${e.message}` });
           return false;
         }
         throw e;
       }
     };
-    if (!tryIn()) {
+    // the latest kernel first, then earlier ones (a backward matmul's epilogue often comes
+    // after an unrelated kernel in graph order)
+    const candidates = entries.slice(-8).reverse();
+    const host = candidates.find((e) => tryIn(e));
+    if (host) {
+      producedAt.set(n.id, host.ctx.seq);
+      return;
+    }
+    {
       flush();
       startPointwise(n);
       const k = current!.kernel as PointwiseKernel;
@@ -467,8 +482,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
       const v = defineExpr(n, acc, current!.ctx, current!.stages.body!);
       k.stores.push(storeTo(n, flatten(acc, layoutOf.get(n.id)!.strides, 0, acc.length), v, current!.ctx));
       rememberStored(k, n.id, acc, v, current!.stages.body!);
+      producedAt.set(n.id, current!.ctx.seq);
     }
-    available.add(n.id);
   }
 
   function addReduction(n: GraphNode): void {
@@ -493,11 +508,11 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
       k.outerStores.push(storeTo(n, flatten(outAcc, layoutOf.get(n.id)!.strides, 0, nv), { k: 'red', id: rid }, current!.ctx));
     };
     if (fits) {
-      const undo = snapshot()!;
+      const undo = snapshot(current!);
       try {
         build();
         decisions.push({ decision: 'fused', nodes: [n.id], reason: `${n.op} joins row kernel ${current!.kernel.name} (same input shape and dims)` });
-        available.add(n.id);
+        producedAt.set(n.id, current!.ctx.seq);
         return;
       } catch (e) {
         undo();
@@ -519,7 +534,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     };
     const reds = new Map<number, number>();
     const ctx: KernelCtx = {
-      nv, writes: new Set(),
+      nv, seq: steps.length, writes: new Set(),
       local: (id, acc, stage) => {
         const rid = reds.get(id);
         if (rid !== undefined) {
@@ -533,9 +548,9 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
         return storedLocal(kernel, id, acc, stage);
       },
     };
-    current = { kernel, ctx, stages: { outer, row }, meta: { full, reduced, dimsToVar, reds } };
+    open({ kernel, ctx, stages: { outer, row }, meta: { full, reduced, dimsToVar, reds } });
     build();
-    available.add(n.id);
+    producedAt.set(n.id, ctx.seq);
   }
 
   function operand(id: number, nvBatch: number, outBatch: readonly number[]): MatmulOperand {
@@ -545,7 +560,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     const acc = identityAccess(nvOwn, shape.map((_, d) => d));
     // the operand resolves to a load of a buffer: find it
     const stage = newStage();
-    const r = exprOf(id, acc, { nv: nvOwn, writes: new Set(), local: () => null }, stage);
+    const r = exprOf(id, acc, { nv: nvOwn, seq: steps.length, writes: new Set(), local: () => null }, stage);
     const loadStmt = stage.stmts.find((s) => r.k === 'tmp' && s.id === r.id);
     if (!loadStmt || loadStmt.e.k !== 'load') throw new NeedMaterialize(id, 'matmul operand is not a strided view of a buffer');
     const at = loadStmt.e.at;
@@ -568,7 +583,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
       a, b, body: body.stmts, stores: [],
     };
     const ctx: KernelCtx = {
-      nv, writes: new Set(),
+      nv, seq: steps.length, writes: new Set(),
       local: (id, acc, stage) => {
         if (id === n.id) {
           if (acc.every((x, d) => sameAff(x, unit(nv, d)))) return { k: 'acc' };
@@ -577,17 +592,17 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
         return storedLocal(kernel, id, acc, stage);
       },
     };
-    current = { kernel, ctx, stages: { body }, meta: {} };
+    open({ kernel, ctx, stages: { body }, meta: {} });
     const acc = identityAccess(nv, shape.map((_, d) => d));
     kernel.stores.push(storeTo(n, flatten(acc, layoutOf.get(n.id)!.strides, 0, nv), { k: 'acc' }, ctx));
-    available.add(n.id);
+    producedAt.set(n.id, ctx.seq);
   }
 
   function stridedView(id: number): BufferView {
     const n = nodes[id]!;
     const nv = n.meta.shape.length;
     const stage = newStage();
-    const r = exprOf(id, identityAccess(nv, n.meta.shape.map((_, d) => d)), { nv, writes: new Set(), local: () => null }, stage);
+    const r = exprOf(id, identityAccess(nv, n.meta.shape.map((_, d) => d)), { nv, seq: steps.length, writes: new Set(), local: () => null }, stage);
     const s = stage.stmts.find((x) => r.k === 'tmp' && x.id === r.id);
     if (!s || s.e.k !== 'load') throw new NeedMaterialize(id, 'needs a buffer');
     return { buf: s.e.buf, shape: n.meta.shape, strides: s.e.at.c, offset: s.e.at.o, dtype: n.meta.dtype };
@@ -602,21 +617,26 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     else {
       flush();
       const inputs = n.inputs.map(stridedView);
+      producedAt.set(n.id, steps.length);
       steps.push({ kind: 'opaque', node: n, inputs, out: { buf: bufOf.get(n.id)!, shape: n.meta.shape, strides: contiguousStrides(n.meta.shape), offset: 0, dtype: n.meta.dtype } });
       decisions.push({ decision: 'opaque', nodes: [n.id], reason: `${n.op} runs its eager kernel (no loop IR lowering)` });
-      available.add(n.id);
     }
   }
   flush();
 
-  // in-place writes: copy the new value into the target's buffer (a final pointwise kernel)
+  // in-place writes: the kernel that computes the new value writes it straight into the
+  // target (parameters, optimizer state) when that is safe; otherwise a final copy kernel
   for (const m of graph.mutations) {
     const target = nodes[m.target]!;
+    if (writeInPlace(m.target, m.value)) {
+      decisions.push({ decision: 'fused', nodes: [m.value, m.target], reason: `in-place update: %${m.value} is written straight into %${m.target}'s buffer` });
+      continue;
+    }
     const nv = target.meta.shape.length;
     const acc = identityAccess(nv, target.meta.shape.map((_, d) => d));
     const body = newStage();
     const kernel: PointwiseKernel = { kind: 'pointwise', name: kname('writeback'), shape: target.meta.shape, body: body.stmts, stores: [] };
-    const ctx: KernelCtx = { nv, writes: new Set(), local: () => null };
+    const ctx: KernelCtx = { nv, seq: steps.length, writes: new Set(), local: () => null };
     const v = exprOf(m.value, acc, ctx, body);
     const l = layoutOf.get(target.id)!;
     kernel.stores.push({ buf: bufOf.get(target.id)!, at: flatten(acc, l.strides, l.offset, nv), value: v, dtype: target.meta.dtype, node: target.id });
@@ -625,6 +645,54 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
 
   const outputs = graph.outputs.map((o) => stridedView(o));
   return { steps, buffers, inputBuffers, outputs, decisions };
+
+  function writeInPlace(targetId: number, valueId: number): boolean {
+    const target = nodes[targetId]!;
+    const bt = bufOf.get(targetId)!, bv = bufOf.get(valueId);
+    const lt = layoutOf.get(targetId)!;
+    if (bv === undefined || buffers[bv]!.kind !== 'scratch') return false;
+    if (lt.offset !== 0 || !isContiguousLayout(target.meta.shape, lt.strides) || buffers[bv]!.dtype !== target.meta.dtype || buffers[bv]!.size !== numel(target.meta.shape)) return false;
+    if (graph.outputs.some((o) => rootOf(o) === valueId) || graph.mutations.some((m) => m.target !== targetId && m.value === valueId)) return false;
+    const at = steps.findIndex((st) => st.kind === 'kernel' && kernelStores(st.kernel).some((x) => x.buf === bv));
+    if (at < 0) return false;
+    const step = steps[at] as Extract<Step, { kind: 'kernel' }>;
+    const k = step.kernel;
+    const store = kernelStores(k).find((x) => x.buf === bv)!;
+    if (kernelStores(k).some((x) => x.buf === bt)) return false;
+    if (k.kind === 'matmul' && (k.a.buf === bt || k.b.buf === bt)) return false;
+    if (!loadsOf(k).every((l) => l.buf !== bt || sameAff(l.at, store.at))) return false;
+    for (let i = at + 1; i < steps.length; i++) {
+      const st = steps[i]!;
+      const reads = st.kind === 'kernel' ? kernelLoads(st.kernel) : new Set(st.inputs.map((v) => v.buf));
+      if (reads.has(bt) || reads.has(bv)) return false;
+    }
+    (store as { buf: number }).buf = bt;
+    return true;
+  }
+
+  function rootOf(id: number): number {
+    let r = id;
+    while (VIEWS.has(nodes[r]!.op)) r = nodes[r]!.inputs[0]!;
+    return r;
+  }
+}
+
+/** Every load in a kernel with its index. */
+function loadsOf(k: LoopKernel): { buf: number; at: Affine }[] {
+  const out: { buf: number; at: Affine }[] = [];
+  const visit = (e: LExpr) => {
+    if (e.k === 'load') out.push({ buf: e.buf, at: e.at });
+    else if (e.k === 'op') e.a.forEach(visit);
+    else if (e.k === 'cast') visit(e.a);
+  };
+  const stmts = (b: readonly Stmt[]) => b.forEach((x) => visit(x.e));
+  if (k.kind === 'pointwise') (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
+  else if (k.kind === 'row') {
+    for (const r of k.reductions) (stmts(r.body), visit(r.value));
+    stmts(k.outerBody), stmts(k.rowBody);
+    [...k.outerStores, ...k.rowStores].forEach((x) => visit(x.value));
+  } else (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
+  return out;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
