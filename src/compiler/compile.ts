@@ -9,7 +9,7 @@ import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
-import { lower, dropDeadStores } from './lower.js';
+import { lower, dropDeadStores, type FusionDecision } from './lower.js';
 import { renderKernelSource } from '../backend/js/render-loop.js';
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
@@ -75,7 +75,7 @@ interface Entry {
 
 export interface CompileReport {
   name: string;
-  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number }[];
+  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number; fusion?: string; peakBytes?: number }[];
   breaks: { reason: string; location: string; hint: string }[];
   guards: string[];
   timings: { trace: number; passes: PassTimings; codegen: number; total: number };
@@ -278,7 +278,11 @@ export class CompiledFunction {
       }
     }
     const text = printGraph(optimized);
-    report.graphs.push({ text, ops: optimized.opCount, key, program: program?.print(), kernels: program instanceof FusedProgram ? program.kernels.length : undefined });
+    const fused = program instanceof FusedProgram ? program : null;
+    report.graphs.push({
+      text, ops: optimized.opCount, key, program: program?.print(),
+      kernels: fused?.kernels.length, fusion: fused ? formatDecisions(fused.lowered.decisions) : undefined, peakBytes: fused?.peakBytes,
+    });
     log('graph', text);
     debugDump(this.name, optimized.name, { 'graph.txt': text, 'program.txt': program?.print() ?? '(eager backend: node by node)' });
     // run it now on the real tensors
@@ -301,6 +305,10 @@ export class CompiledFunction {
 
 export type Runnable = Program | FusedProgram;
 
+function formatDecisions(ds: readonly FusionDecision[]): string {
+  return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
+}
+
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
   if (opts.fuse !== false) {
@@ -310,9 +318,9 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
       report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
       const p = new FusedProgram(lowered, runtime.backend);
-      log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${lowered.decisions.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n')}`);
+      log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source(renderKernelSource)}`);
-      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': lowered.decisions.map((d) => `${d.decision} ${d.nodes.join(',')}: ${d.reason}`).join('\n'), 'output_code.js': p.source(renderKernelSource) });
+      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), 'output_code.js': p.source(renderKernelSource) });
       return p;
     } catch (e) {
       log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${(e as Error).message}`);

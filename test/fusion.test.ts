@@ -1,0 +1,89 @@
+// The fusion compiler's decisions and loop IR, pinned by snapshots, plus the structural
+// facts the issue asks for (how many kernels, what got fused) checked directly.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as kiln from 'kiln';
+import { matchSnapshot } from './helpers/snapshot.js';
+
+function compileOnce<F extends (...a: kiln.Tensor[]) => unknown>(fn: F, ...args: kiln.Tensor[]) {
+  kiln.compiler.reset();
+  const c = kiln.compile(fn, { fullgraph: true });
+  c(...(args as Parameters<F>));
+  const g = c.compiled.report!.graphs[0]!;
+  return { c, g, text: `${g.text}\n\nfusion decisions:\n${g.fusion}\n\n${g.program}` };
+}
+
+test('softmax: one row kernel, max and sum in it, the division as its epilogue', () => {
+  kiln.manualSeed(0);
+  const x = kiln.randn([8, 10]);
+  const { g, text } = compileOnce((x) => kiln.softmax(x, -1), x);
+  matchSnapshot('softmax', text);
+  assert.equal(g.kernels, 1);
+  assert.match(g.program!, /row reduction, outer \[8\] x inner \[10\]/);
+  assert.match(g.program!, /= max over inner/);
+  assert.match(g.program!, /= sum over inner/);
+});
+
+test('layer norm: mean and variance in one row kernel with the normalization as epilogue', () => {
+  kiln.manualSeed(0);
+  const x = kiln.randn([4, 16]), w = kiln.randn([16]), b = kiln.randn([16]);
+  const { g, text } = compileOnce((x, w, b) => kiln.layerNorm(x, [16], w, b), x, w, b);
+  matchSnapshot('layer-norm', text);
+  assert.equal(g.kernels, 1);
+  assert.equal((g.program!.match(/= sum over inner/g) ?? []).length, 2);
+});
+
+test('Linear + GELU: the bias add and the GELU are the matmul epilogue', () => {
+  kiln.manualSeed(0);
+  const x = kiln.randn([6, 12]), w = kiln.randn([20, 12]), b = kiln.randn([20]);
+  const { g, text } = compileOnce((x, w, b) => kiln.linear(x, w, b).gelu('tanh'), x, w, b);
+  matchSnapshot('linear-gelu', text);
+  assert.equal(g.kernels, 1);
+  assert.match(g.program!, /matmul[\s\S]*epilogue:[\s\S]*add\(acc[\s\S]*geluTanh/);
+});
+
+test('MLP training step: fused forward, backward and in-place SGD updates', () => {
+  kiln.manualSeed(0);
+  const model = new kiln.nn.Sequential(new kiln.nn.Linear(8, 16), new kiln.nn.ReLU(), new kiln.nn.Linear(16, 4));
+  const opt = new kiln.optim.SGD(model.parameters(), { lr: 0.1 });
+  const x = kiln.randn([32, 8]), y = kiln.randint(0, 4, [32]);
+  const step = (x: kiln.Tensor, y: kiln.Tensor) => {
+    opt.zeroGrad();
+    const loss = kiln.crossEntropy(model.forward(x) as kiln.Tensor, y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  const { g, text } = compileOnce(step, x, y);
+  matchSnapshot('mlp-train-step', text);
+  assert.ok(g.kernels! < g.ops / 3, `${g.ops} ops in ${g.kernels} kernels`);
+  assert.equal((g.fusion!.match(/in-place update/g) ?? []).length, 4, 'all four parameters updated in place');
+  assert.match(g.fusion!, /epilogue of matmul/);
+});
+
+test('the plan never holds more than eager did at its peak (MLP example training step)', async () => {
+  const { MlpClassifier, buildMlpData } = await import('../examples/mlp.js');
+  const data = buildMlpData({ perClass: 100, seed: 1 });
+  kiln.manualSeed(3);
+  const model = new MlpClassifier(2, 64, data.classes);
+  const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
+  const step = (x: kiln.Tensor, y: kiln.Tensor) => {
+    opt.zeroGrad();
+    const loss = kiln.crossEntropy(model.call(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  kiln.scope(() => { step(data.xTrain, data.yTrain); }); // optimizer state exists from here on
+  const base = kiln.memory().bytes;
+  kiln.resetPeakMemory();
+  kiln.scope(() => { step(data.xTrain, data.yTrain); });
+  const eagerPeak = kiln.memory().peakBytes - base;
+  kiln.compiler.reset();
+  const c = kiln.compile(step);
+  kiln.scope(() => { c(data.xTrain, data.yTrain); });
+  const planPeak = c.compiled.report!.graphs[0]!.peakBytes!;
+  assert.ok(planPeak > 0);
+  assert.ok(planPeak <= eagerPeak, `plan ${planPeak} bytes vs eager peak ${eagerPeak} bytes`);
+});
