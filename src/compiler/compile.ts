@@ -294,7 +294,7 @@ export class CompiledFunction {
       const out = outs[i]!;
       for (const p of tracer.proxies.get(id) ?? []) {
         if (!p.isDisposed && p.trace?.id === id && p.trace.tracer === tracer) {
-          p.materialize(out.storage);
+          p.materialize(out.storage, out.strides, out.offset);
         }
       }
       out.dispose();

@@ -125,9 +125,12 @@ export class Tensor {
   }
 
   /** Used by the compiler at a graph break: a traced proxy receives its computed storage. */
-  materialize(storage: Storage): void {
+  materialize(storage: Storage, strides: readonly number[], offset: number): void {
     if (this._storage) throw new Error('kiln internal: materialize() on a tensor that has storage');
     if (this._disposed) return;
+    // the compiled program decides the layout of what it computes
+    (this as { strides: readonly number[] }).strides = strides;
+    (this as { offset: number }).offset = offset;
     storage.retain();
     this._storage = storage;
     this.token.storage = storage;
