@@ -7,6 +7,7 @@ import { Tensor } from '../tensor/tensor.js';
 import { keep, scope } from '../tensor/scope.js';
 import { alias } from '../ops/dispatch.js';
 import { add } from '../ops/math.js';
+import { copy } from '../ops/pointwise.js';
 import { onesLike } from '../ops/creation.js';
 import { enableGrad, isGradEnabled, noGrad } from './grad-mode.js';
 import type { GradNode } from './node.js';
@@ -131,8 +132,23 @@ function accumulateLeaf(leaf: Tensor, g: Tensor): void {
     g.dispose();
     leaf.grad = sum;
   } else {
-    leaf.grad = g;
+    leaf.grad = ownedGrad(g);
   }
+}
+
+/**
+ * torch's layout contract for .grad: dense, contiguous, and sharing memory with nothing
+ * else. A gradient that arrives as a view (an expanded seed from sum, a slice from cat) or
+ * as an alias (add hands the same gradient to both operands, a user-supplied gradient) is
+ * copied, so in-place updates of one grad (g.add_, g.mul_) cannot corrupt another.
+ */
+function ownedGrad(g: Tensor): Tensor {
+  if (!g.hasStorage) return g; // traced
+  const s = g.storage;
+  if (g.isContiguous && g.offset === 0 && s.refCount === 1 && s.buf.size === g.size) return g;
+  const c = keep(copy(g));
+  g.dispose();
+  return c;
 }
 
 function isTensorLike(x: unknown): x is Tensor {

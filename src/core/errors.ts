@@ -2,12 +2,15 @@
 
 export class KilnError extends Error {
   override name = 'KilnError';
+  /** the message without the op prefix and the hint */
+  readonly detail: string;
   constructor(
     message: string,
     readonly op?: string,
     readonly hint?: string,
   ) {
     super(formatMessage(message, op, hint));
+    this.detail = message;
   }
 }
 

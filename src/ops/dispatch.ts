@@ -102,7 +102,14 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
     } finally {
       setGradEnabled(grad);
     }
-    if (runtime.checkNumerics && isFloat(meta.dtype)) checkFinite(prim.name, inputs, out);
+    if (runtime.checkNumerics && isFloat(meta.dtype)) {
+      try {
+        checkFinite(prim.name, inputs, out);
+      } catch (e) {
+        out.dispose();
+        throw e;
+      }
+    }
   }
   if (isGradEnabled() && prim.backward && inputs.some((t) => t.requiresGrad)) attachGrad(prim, inputs, attrs, out);
   return out;

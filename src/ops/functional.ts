@@ -152,13 +152,25 @@ function embeddingWeights(weight: Tensor, target: Tensor): Tensor {
 
 /** Cross entropy from logits [N, C] (or [N, C, ...]) and int32 class targets, with label smoothing. */
 export function crossEntropy(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number; labelSmoothing?: number } = {}): Tensor {
-  const lsm = logSoftmax(logits, logits.ndim === 1 ? 0 : 1);
+  const classDim = logits.ndim === 1 ? 0 : 1;
+  const lsm = logSoftmax(logits, classDim);
   const ls = opts.labelSmoothing ?? 0;
   const nll = nllLoss(lsm, target, { ...opts, labelSmoothing: undefined } as never);
   if (ls === 0) return nll;
-  const smooth = m.neg(mean(lsm, logits.ndim === 1 ? 0 : 1));
+  // torch: smooth_i = -sum_c w_c lsm[i, c], zero where the target is ignored; 'mean' divides
+  // by the total weight of the non-ignored targets (as nll_loss does)
+  const nClasses = logits.shape[classDim]!;
+  const wShape = lsm.shape.map((s, d) => (d === classDim ? s : 1));
+  const weighted = opts.weight ? m.mul(lsm, reshape(opts.weight, wShape)) : lsm;
+  const valid = m.ne(target, opts.ignoreIndex ?? -100);
+  const smooth = m.where(valid, m.neg(sum(weighted, classDim)), 0);
   const reduction = opts.reduction ?? 'mean';
-  return m.add(m.mul(nll, 1 - ls), m.mul(reduceLoss(smooth, reduction, "crossEntropy"), ls));
+  let smoothLoss: Tensor;
+  if (reduction === 'mean') {
+    const w = opts.weight ? m.where(valid, embeddingWeights(opts.weight, m.where(valid, target, 0)), 0) : cast(valid, lsm.dtype);
+    smoothLoss = m.div(sum(smooth), sum(w));
+  } else smoothLoss = reduceLoss(smooth, reduction, 'crossEntropy');
+  return m.add(m.mul(nll, 1 - ls), m.mul(smoothLoss, ls / nClasses));
 }
 
 export function mseLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {

@@ -1,17 +1,27 @@
 // Indexing primitives: gather / scatterAdd along a dim, indexSelect / indexAdd with a
 // 1-D index (embeddings and their gradients), plus the decompositions built on them.
 
-import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
+import { ArgumentError, DTypeError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { normalizeDim, numel } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { apply, view, type PrimDef } from './dispatch.js';
-import { contiguous, reshape } from './movement.js';
+import { contiguous, pad, reshape } from './movement.js';
 import * as m from './math.js';
 import { arange, zeros } from './creation.js';
 import { cast } from './pointwise.js';
 import { sum as reduceSum } from './reduce.js';
 
 interface DimAttrs { readonly dim: number }
+
+/** Launches a kernel; an out-of-bounds index error from it gets the op's shapes added. */
+function withShapes(op: string, shapes: () => string, launch: () => void): void {
+  try {
+    launch();
+  } catch (e) {
+    if (e instanceof IndexError) throw new IndexError(`${e.detail} (${shapes()})`, op, e.hint);
+    throw e;
+  }
+}
 
 function checkIndexTensor(op: string, index: Tensor): void {
   if (index.dtype !== 'int32') {
@@ -32,9 +42,10 @@ export const gatherPrim: PrimDef<DimAttrs> = {
   run(inputs, out, a) {
     const [x, index] = inputs as [Tensor, Tensor];
     const backend = out.storage.backend;
-    backend.launch(backend.prepare({ kind: 'gather', dtype: x.dtype, ndim: x.ndim }), {
-      kind: 'gather', input: view(x), index: view(index), out: view(out), shape: index.shape, dim: a.dim, dimSize: x.shape[a.dim]!,
-    });
+    withShapes('gather', () => `input ${fmtShape(x.shape)}, index ${fmtShape(index.shape)}, dim ${a.dim}`, () =>
+      backend.launch(backend.prepare({ kind: 'gather', dtype: x.dtype, ndim: x.ndim }), {
+        kind: 'gather', input: view(x), index: view(index), out: view(out), shape: index.shape, dim: a.dim, dimSize: x.shape[a.dim]!,
+      }));
   },
   backward: (g, ctx) => [scatterAdd(zeros(ctx.inputShapes[0]!, { dtype: ctx.inputDTypes[0]! }), ctx.attrs.dim, ctx.inputs[1]!, g), null],
   saveInputs: [1],
@@ -62,14 +73,23 @@ export const scatterAddPrim: PrimDef<DimAttrs> = {
     const [self, index, src] = inputs as [Tensor, Tensor, Tensor];
     const backend = out.storage.backend;
     copyInto(out, self);
-    backend.launch(backend.prepare({ kind: 'scatterAdd', dtype: out.dtype, ndim: out.ndim }), {
-      kind: 'scatterAdd', src: view(src), index: view(index), out: view(out), shape: index.shape, dim: a.dim, dimSize: out.shape[a.dim]!,
-    });
+    withShapes('scatterAdd', () => `self ${fmtShape(self.shape)}, index ${fmtShape(index.shape)}, src ${fmtShape(src.shape)}, dim ${a.dim}`, () =>
+      backend.launch(backend.prepare({ kind: 'scatterAdd', dtype: out.dtype, ndim: out.ndim }), {
+        kind: 'scatterAdd', src: view(src), index: view(index), out: view(out), shape: index.shape, dim: a.dim, dimSize: out.shape[a.dim]!,
+      }));
   },
-  backward: (g, ctx) => [g, null, ctx.needsGrad[2] ? gather(g, ctx.attrs.dim, ctx.inputs[1]!) : null],
+  // src may be larger than index (only its leading part is read): the rest gets a zero gradient
+  backward: (g, ctx) => [g, null, ctx.needsGrad[2] ? zeroPadTo(gather(g, ctx.attrs.dim, ctx.inputs[1]!), ctx.inputShapes[2]!) : null],
   saveInputs: [1],
   formatAttrs: (a) => `dim=${a.dim}`,
 };
+
+function zeroPadTo(t: Tensor, shape: readonly number[]): Tensor {
+  if (t.shape.every((s, d) => s === shape[d])) return t;
+  const pads: number[] = [];
+  for (let d = t.ndim - 1; d >= 0; d--) pads.push(0, shape[d]! - t.shape[d]!);
+  return pad(t, pads, 0);
+}
 
 function copyInto(out: Tensor, src: Tensor): void {
   const backend = out.storage.backend;
@@ -99,11 +119,15 @@ export const indexSelectPrim: PrimDef<DimAttrs> = {
     const [x0, index] = inputs as [Tensor, Tensor];
     const x = x0.isContiguous ? x0 : contiguous(x0);
     const backend = out.storage.backend;
-    backend.launch(backend.prepare({ kind: 'indexSelect', dtype: x.dtype }), {
-      kind: 'indexSelect', input: view(x), index: view(index), out: view(out),
-      outer: numel(x.shape.slice(0, a.dim)), inDim: x.shape[a.dim]!, inner: numel(x.shape.slice(a.dim + 1)), count: index.shape[0]!,
-    });
-    if (x !== x0) x.dispose();
+    try {
+      withShapes('indexSelect', () => `input ${fmtShape(x0.shape)}, index ${fmtShape(index.shape)}, dim ${a.dim}`, () =>
+        backend.launch(backend.prepare({ kind: 'indexSelect', dtype: x.dtype }), {
+          kind: 'indexSelect', input: view(x), index: view(index), out: view(out),
+          outer: numel(x.shape.slice(0, a.dim)), inDim: x.shape[a.dim]!, inner: numel(x.shape.slice(a.dim + 1)), count: index.shape[0]!,
+        }));
+    } finally {
+      if (x !== x0) x.dispose();
+    }
   },
   backward: (g, ctx) => [indexAdd(zeros(ctx.inputShapes[0]!, { dtype: ctx.inputDTypes[0]! }), ctx.attrs.dim, ctx.inputs[1]!, g), null],
   saveInputs: [1],
@@ -131,11 +155,15 @@ export const indexAddPrim: PrimDef<DimAttrs> = {
     const src = src0.isContiguous ? src0 : contiguous(src0);
     copyInto(out, self);
     const backend = out.storage.backend;
-    backend.launch(backend.prepare({ kind: 'indexAdd', dtype: out.dtype }), {
-      kind: 'indexAdd', src: view(src), index: view(index), out: view(out),
-      outer: numel(out.shape.slice(0, a.dim)), outDim: out.shape[a.dim]!, inner: numel(out.shape.slice(a.dim + 1)), count: index.shape[0]!,
-    });
-    if (src !== src0) src.dispose();
+    try {
+      withShapes('indexAdd', () => `self ${fmtShape(self.shape)}, index ${fmtShape(index.shape)}, src ${fmtShape(src0.shape)}, dim ${a.dim}`, () =>
+        backend.launch(backend.prepare({ kind: 'indexAdd', dtype: out.dtype }), {
+          kind: 'indexAdd', src: view(src), index: view(index), out: view(out),
+          outer: numel(out.shape.slice(0, a.dim)), outDim: out.shape[a.dim]!, inner: numel(out.shape.slice(a.dim + 1)), count: index.shape[0]!,
+        }));
+    } finally {
+      if (src !== src0) src.dispose();
+    }
   },
   backward: (g, ctx) => [g, null, ctx.needsGrad[2] ? indexSelect(g, ctx.attrs.dim, ctx.inputs[1]!) : null],
   saveInputs: [1],

@@ -10,21 +10,26 @@ import { runtime, view } from './dispatch.js';
 import { broadcastStrides } from './broadcast.js';
 import { full } from './creation.js';
 
-/** dst.copy_(src): writes src (broadcast, cast to dst's dtype) into dst's memory. */
-export function assign(dst: Tensor, src: Tensor | number): Tensor {
-  dst.assertAlive('copy_');
+/** Throws unless dst may be written in place by `op` (alive, and not tracked by autograd). */
+export function checkInplace(dst: Tensor, op: string): void {
+  dst.assertAlive(op);
   if (isGradEnabled() && dst.requiresGrad) {
     throw new AutogradError(
       `in-place write into a tensor ${fmtShape(dst.shape)} that requires grad${dst.name ? ` ('${dst.name}')` : ''}`,
-      'copy_',
+      op,
       'do parameter updates inside kiln.noGrad(() => ...), or use an out-of-place op',
     );
   }
+}
+
+/** dst.copy_(src): writes src (broadcast, cast to dst's dtype) into dst's memory. `op` names the caller in errors. */
+export function assign(dst: Tensor, src: Tensor | number, op = 'copy_'): Tensor {
+  checkInplace(dst, op);
   const value = typeof src === 'number' ? full([], src, { dtype: dst.dtype }) : src;
-  value.assertAlive('copy_');
-  const shape = broadcastShapes('copy_', dst.shape, value.shape);
+  value.assertAlive(op);
+  const shape = broadcastShapes(op, dst.shape, value.shape);
   if (!shapesEqual(shape, dst.shape)) {
-    throw new ShapeError(`cannot write ${fmtShape(value.shape)} into ${fmtShape(dst.shape)}`, 'copy_', 'the source must broadcast to the destination shape');
+    throw new ShapeError(`cannot write ${fmtShape(value.shape)} into ${fmtShape(dst.shape)}`, op, 'the source must broadcast to the destination shape');
   }
   if (runtime.tracer) {
     runtime.tracer.mutate(dst, value);

@@ -62,9 +62,10 @@ const RULES: Partial<Record<ScalarOp, OperandGrads>> = {
   add: (g) => [g, g],
   sub: (g) => [g, m.neg(g)],
   mul: (g, [a, b]) => [m.mul(g, b!), m.mul(g, a!)],
-  div: (g, [a, b]) => [m.div(g, b!), m.neg(m.div(m.mul(g, a!), m.mul(b!, b!)))],
+  // a JS-number operand gets no gradient (and two numbers cannot go through a tensor op)
+  div: (g, [a, b]) => [m.div(g, b!), typeof b === 'number' ? null : m.neg(m.div(m.mul(g, a!), m.mul(b, b)))],
   pow: (g, [a, b]) => {
-    const ga = m.mul(g, m.mul(b!, m.pow(a!, m.sub(b!, 1))));
+    const ga = m.mul(g, m.mul(b!, m.pow(a!, typeof b === 'number' ? b - 1 : m.sub(b!, 1))));
     if (typeof b === 'number') return [ga, null];
     // d/db a^b = a^b ln a; defined as 0 where a == 0 (torch's convention)
     if (typeof a === 'number') return [null, m.mul(g, m.mul(m.pow(a, b), a === 0 ? 0 : Math.log(a)))];

@@ -3,7 +3,7 @@
 
 import type { DType } from '../core/dtype.js';
 import { DTypeError, ArgumentError } from '../core/errors.js';
-import { isFloat, promoteTypes, promoteWithScalar, toFloat } from '../core/dtype.js';
+import { assertDType, isFloat, promoteTypes, promoteWithScalar, toFloat } from '../core/dtype.js';
 import { broadcastShapes } from '../core/shape.js';
 import type { ScalarExpr, ScalarOp } from '../backend/scalar-expr.js';
 import { arity, isBoolResult, isFloatResult } from '../backend/scalar-expr.js';
@@ -134,6 +134,7 @@ export const castPrim: PrimDef<CastAttrs> = {
 };
 
 export function cast(x: Tensor, dtype: DType): Tensor {
+  assertDType(dtype, 'cast');
   return apply(castPrim, [x], { dtype });
 }
 

@@ -131,25 +131,32 @@ export function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
   return reduce('argmin', x, normalizeDim('argmin', dim, x.ndim, x.shape), keepdim);
 }
 
-function countOf(x: Tensor, dim: Dims): number {
-  return normalizeDims('mean', dim, x.ndim, x.shape).reduce((n, d) => n * x.shape[d]!, 1);
+/** Validates dims (errors name `op`, the op the caller called) and counts the reduced elements. */
+function countOf(op: string, x: Tensor, dim: Dims): number {
+  x.assertAlive(op);
+  return normalizeDims(op, dim, x.ndim, x.shape).reduce((n, d) => n * x.shape[d]!, 1);
 }
 
 export function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+  const n = countOf('mean', x, dim);
   const xf = isFloat(x.dtype) ? x : cast(x, 'float32');
-  return m.mul(sum(xf, dim, keepdim), 1 / countOf(x, dim));
+  return m.mul(sum(xf, dim, keepdim), 1 / n);
 }
 
 /** Variance with Bessel's correction by default (torch's correction=1). */
 export function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
-  const n = countOf(x, dim);
+  return varianceOf('var', x, dim, keepdim, correction);
+}
+
+function varianceOf(op: string, x: Tensor, dim: Dims, keepdim: boolean, correction: number): Tensor {
+  const n = countOf(op, x, dim);
   const mu = mean(x, dim, true);
   const d = m.sub(x, mu);
   return m.mul(sum(m.mul(d, d), dim, keepdim), 1 / Math.max(n - correction, 0));
 }
 
 export function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
-  return m.sqrt(variance(x, dim, keepdim, correction));
+  return m.sqrt(varianceOf('std', x, dim, keepdim, correction));
 }
 
 /** The max along dims, detached and with infinities replaced by 0, for stable exp. */
@@ -161,16 +168,22 @@ function stabilizer(x: Tensor, dim: Dims): Tensor {
 }
 
 export function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+  x.assertAlive('logsumexp');
+  const dims = normalizeDims('logsumexp', dim, x.ndim, x.shape);
   const s = stabilizer(x, dim);
   const r = m.add(m.log(sum(m.exp(m.sub(x, s)), dim, true)), s);
-  return keepdim ? r : reshape(r, reducedShape(x.shape, normalizeDims('logsumexp', dim, x.ndim, x.shape), false));
+  return keepdim ? r : reshape(r, reducedShape(x.shape, dims, false));
 }
 
 export function softmax(x: Tensor, dim = -1): Tensor {
+  x.assertAlive('softmax');
+  normalizeDim('softmax', dim, x.ndim, x.shape);
   const e = m.exp(m.sub(x, stabilizer(x, dim)));
   return m.div(e, sum(e, dim, true));
 }
 
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
+  x.assertAlive('logSoftmax');
+  normalizeDim('logSoftmax', dim, x.ndim, x.shape);
   return m.sub(x, logsumexp(x, dim, true));
 }

@@ -13,7 +13,7 @@ import * as fn from '../ops/functional.js';
 import { matmul } from '../ops/linalg.js';
 import { cast, copy, type Operand } from '../ops/pointwise.js';
 import { alias, readContiguous } from '../ops/dispatch.js';
-import { assign } from '../ops/inplace.js';
+import { assign, checkInplace } from '../ops/inplace.js';
 import { backward, type BackwardOptions } from '../autograd/engine.js';
 
 type Dims = number | readonly number[] | undefined;
@@ -195,13 +195,13 @@ Object.assign(P, {
   bool(this: Tensor) { return (this as Tensor).to('bool'); },
   detach(this: Tensor) { this.assertAlive('detach'); return alias(this, false); },
   requiresGrad_(this: Tensor, v = true) { this.requiresGrad = v; return this; },
-  add_(this: Tensor, o: Operand, alpha?: number) { return inplace(this, () => m.add(this, o, alpha)); },
-  sub_(this: Tensor, o: Operand) { return inplace(this, () => m.sub(this, o)); },
-  mul_(this: Tensor, o: Operand) { return inplace(this, () => m.mul(this, o)); },
-  div_(this: Tensor, o: Operand) { return inplace(this, () => m.div(this, o)); },
-  copy_(this: Tensor, src: Tensor | number) { return assign(this, src); },
-  fill_(this: Tensor, v: number) { return assign(this, v); },
-  zero_(this: Tensor) { return assign(this, 0); },
+  add_(this: Tensor, o: Operand, alpha?: number) { return inplace(this, 'add_', () => m.add(this, o, alpha)); },
+  sub_(this: Tensor, o: Operand) { return inplace(this, 'sub_', () => m.sub(this, o)); },
+  mul_(this: Tensor, o: Operand) { return inplace(this, 'mul_', () => m.mul(this, o)); },
+  div_(this: Tensor, o: Operand) { return inplace(this, 'div_', () => m.div(this, o)); },
+  copy_(this: Tensor, src: Tensor | number) { return assign(this, src, 'copy_'); },
+  fill_(this: Tensor, v: number) { return assign(this, v, 'fill_'); },
+  zero_(this: Tensor) { return assign(this, 0, 'zero_'); },
   backward(this: Tensor, gradient?: Tensor, opts?: BackwardOptions) { backward(this, gradient, opts); },
   item(this: Tensor) {
     if (this.size !== 1) throw new ArgumentError(`item() needs a tensor with one element, got shape ${fmtShape(this.shape)}`, 'item', 'index or reduce it first');
@@ -233,10 +233,11 @@ Object.defineProperty(P, 'T', { get(this: Tensor) { return this.ndim < 2 ? this 
 (P as Record<symbol, unknown>)[Symbol.for('nodejs.util.inspect.custom')] = function (this: Tensor) { return this.toString(); };
 
 /** An in-place op: computes out of place, then writes into this tensor's memory. */
-function inplace(t: Tensor, compute: () => Tensor): Tensor {
+function inplace(t: Tensor, op: string, compute: () => Tensor): Tensor {
+  checkInplace(t, op); // before computing: no graph node for a write that is refused
   const v = compute();
   try {
-    assign(t, v);
+    assign(t, v, op);
   } finally {
     v.dispose();
   }

@@ -29,6 +29,11 @@ export class Storage {
     return this.buf.dtype;
   }
 
+  /** how many tensor handles (views, aliases) share this storage */
+  get refCount(): number {
+    return this.refs;
+  }
+
   retain(): void {
     this.refs++;
   }
