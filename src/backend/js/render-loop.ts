@@ -6,6 +6,7 @@ import type { Affine, LExpr, LoopKernel, MatmulKernel, RowKernel, Stmt, Store } 
 import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
+import { FAST_HELPERS } from './fast-math.js';
 
 export type LoopFn = (bufs: readonly TypedArray[]) => void;
 
@@ -32,6 +33,15 @@ class Emitter {
   }
 }
 
+// float32 kernels use float32-accurate fast math (see fast-math.ts for the error bounds)
+const FAST32: Partial<Record<string, (a: string) => string>> = {
+  exp: (a) => `fastExp(${a})`,
+  tanh: (a) => `fastTanh(${a})`,
+  sigmoid: (a) => `(1 / (1 + fastExp(-${a})))`,
+  silu: (a) => `(${a} / (1 + fastExp(-${a})))`,
+  geluTanh: (a) => `(0.5 * ${a} * (1 + fastTanh(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`,
+};
+
 function expr(e: LExpr, em: Emitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
@@ -40,7 +50,15 @@ function expr(e: LExpr, em: Emitter): string {
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';
     case 'cast': return renderCast(expr(e.a, em), e.dtype);
-    case 'op': return renderOp(e.op, e.dtype, e.a.map((x) => expr(x, em)));
+    case 'op': {
+      const args = e.a.map((x) => expr(x, em));
+      const fast = e.dtype === 'float32' ? FAST32[e.op] : undefined;
+      if (fast) {
+        // arguments that are not plain names are evaluated once
+        if (/^[\w.]+$/.test(args[0]!) || args[0]!.startsWith('(')) return fast(args[0]!.startsWith('(') && !/^\(-?[\d.e+-]+\)$/.test(args[0]!) ? args[0]! : args[0]!);
+      }
+      return renderOp(e.op, e.dtype, args);
+    }
   }
 }
 
@@ -221,7 +239,7 @@ export function compileKernel(k: LoopKernel, nBuffers: number): { fn: LoopFn; so
   const source = renderKernelSource(k, nBuffers);
   let fn = cache.get(source);
   if (!fn) {
-    const inner = new Function(...JS_HELPER_NAMES, `return ${source};`)(...JS_HELPER_VALUES) as (...b: TypedArray[]) => void;
+    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS)) as (...b: TypedArray[]) => void;
     fn = (bufs) => inner(...bufs);
     cache.set(source, fn);
   }
