@@ -63,6 +63,13 @@ export function setCheckNumerics(on: boolean): void {
   runtime.checkNumerics = on;
 }
 
+/** Checks a plain-JavaScript caller passed a live Tensor where one is required. */
+export function expectTensor(op: string, x: unknown, name = 'input'): asserts x is Tensor {
+  if (x instanceof Tensor) return;
+  const what = x === null ? 'null' : Array.isArray(x) ? 'an array' : typeof x;
+  throw new ArgumentError(`${name} must be a Tensor, got ${what}`, op, Array.isArray(x) || typeof x === 'number' ? 'wrap values with kiln.tensor(...)' : undefined);
+}
+
 export function view(t: Tensor): ViewArg {
   return { buf: t.storage.buf, offset: t.offset, strides: t.strides };
 }

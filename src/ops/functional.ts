@@ -2,6 +2,7 @@
 
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 
+import { expectTensor } from './dispatch.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import * as m from './math.js';
@@ -14,6 +15,8 @@ import { logSoftmax, mean, softmax, sum } from './reduce.js';
 
 /** y = x W^T + b, with W [out, in] as in torch. */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  expectTensor('linear', x, 'x');
+  expectTensor('linear', weight, 'weight');
   if (weight.ndim !== 2) throw new ShapeError(`weight must be [out, in], got ${fmtShape(weight.shape)}`, 'linear');
   if (x.shape[x.ndim - 1] !== weight.shape[1]) {
     throw new ShapeError(`input ${fmtShape(x.shape)} has ${x.shape[x.ndim - 1]} features, weight ${fmtShape(weight.shape)} expects ${weight.shape[1]}`, 'linear', 'the last dim of the input must equal in_features');
@@ -24,10 +27,12 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
 
 /** Upper triangle (elements with col - row >= diagonal), zeros elsewhere. */
 export function triu(x: Tensor, diagonal = 0): Tensor {
+  expectTensor('triu', x, 'x');
   return m.where(triangleMask(x, diagonal, true), x, 0);
 }
 
 export function tril(x: Tensor, diagonal = 0): Tensor {
+  expectTensor('tril', x, 'x');
   return m.where(triangleMask(x, diagonal, false), x, 0);
 }
 
@@ -39,6 +44,7 @@ function triangleMask(x: Tensor, diagonal: number, upper: boolean): Tensor {
 }
 
 export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
+  expectTensor('dropout', x, 'x');
   if (!(p >= 0 && p <= 1)) throw new ArgumentError(`p must be in [0, 1], got ${p}`, 'dropout');
   if (!training || p === 0) return x;
   if (p === 1) return m.mul(x, 0);
@@ -48,6 +54,7 @@ export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
 
 /** Layer norm over the trailing `normalizedShape` dims (biased variance, as torch). */
 export function layerNorm(x: Tensor, normalizedShape: readonly number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+  expectTensor('layerNorm', x, 'x');
   const k = normalizedShape.length;
   if (k === 0 || k > x.ndim || normalizedShape.some((s, i) => s !== x.shape[x.ndim - k + i])) {
     throw new ShapeError(`normalized shape ${fmtShape(normalizedShape)} is not the trailing shape of input ${fmtShape(x.shape)}`, 'layerNorm');
@@ -109,6 +116,8 @@ export function batchNorm(x: Tensor, opts: BatchNormOptions): { output: Tensor; 
 
 /** Rows of `weight` picked by int32 indices of any shape. */
 export function embedding(indices: Tensor, weight: Tensor): Tensor {
+  expectTensor('embedding', indices, 'indices');
+  expectTensor('embedding', weight, 'weight');
   if (indices.dtype !== 'int32') throw new DTypeError(`indices must be int32, got ${indices.dtype}`, 'embedding', 'cast with .int()');
   if (weight.ndim !== 2) throw new ShapeError(`weight must be [num, dim], got ${fmtShape(weight.shape)}`, 'embedding');
   const flat = indexSelect(weight, 0, reshape(indices, [-1]));
@@ -126,6 +135,8 @@ function reduceLoss(l: Tensor, reduction: Reduction, op: string): Tensor {
 
 /** Negative log likelihood over log-probabilities [N, C] (or [N, C, ...]) and int32 targets. */
 export function nllLoss(logProbs: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number } = {}): Tensor {
+  expectTensor('nllLoss', logProbs, 'logProbs');
+  expectTensor('nllLoss', target, 'target');
   if (target.dtype !== 'int32') throw new DTypeError(`target must hold int32 class indices, got ${target.dtype}`, 'nllLoss', 'cast with .int()');
   if (logProbs.ndim < 1) throw new ShapeError(`input must be [N, C], got ${fmtShape(logProbs.shape)}`, 'nllLoss');
   const lp = logProbs.ndim === 1 ? unsqueeze(logProbs, 0) : logProbs;
@@ -152,6 +163,8 @@ function embeddingWeights(weight: Tensor, target: Tensor): Tensor {
 
 /** Cross entropy from logits [N, C] (or [N, C, ...]) and int32 class targets, with label smoothing. */
 export function crossEntropy(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number; labelSmoothing?: number } = {}): Tensor {
+  expectTensor('crossEntropy', logits, 'logits');
+  expectTensor('crossEntropy', target, 'target');
   const classDim = logits.ndim === 1 ? 0 : 1;
   const lsm = logSoftmax(logits, classDim);
   const ls = opts.labelSmoothing ?? 0;
@@ -174,12 +187,16 @@ export function crossEntropy(logits: Tensor, target: Tensor, opts: { reduction?:
 }
 
 export function mseLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {
+  expectTensor('mseLoss', input, 'input');
+  expectTensor('mseLoss', target, 'target');
   const d = m.sub(input, target);
   return reduceLoss(m.mul(d, d), opts.reduction ?? 'mean', 'mseLoss');
 }
 
 /** Binary cross entropy on logits, in the stable form max(x,0) - x*y + log(1 + exp(-|x|)). */
 export function binaryCrossEntropyWithLogits(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; posWeight?: Tensor | null } = {}): Tensor {
+  expectTensor('binaryCrossEntropyWithLogits', logits, 'logits');
+  expectTensor('binaryCrossEntropyWithLogits', target, 'target');
   if (logits.shape.length !== target.shape.length || logits.shape.some((s, i) => s !== target.shape[i])) {
     throw new ShapeError(`logits ${fmtShape(logits.shape)} and target ${fmtShape(target.shape)} must have the same shape`, 'binaryCrossEntropyWithLogits');
   }
@@ -198,6 +215,9 @@ export function binaryCrossEntropyWithLogits(logits: Tensor, target: Tensor, opt
 
 /** softmax(q k^T / sqrt(d) + mask) v over [..., L, D]; isCausal masks future positions. */
 export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: { attnMask?: Tensor | null; isCausal?: boolean; dropoutP?: number; scale?: number; training?: boolean } = {}): Tensor {
+  expectTensor('scaledDotProductAttention', q, 'q');
+  expectTensor('scaledDotProductAttention', k, 'k');
+  expectTensor('scaledDotProductAttention', v, 'v');
   if (q.ndim < 2 || k.ndim !== q.ndim || v.ndim !== q.ndim) {
     throw new ShapeError(`q ${fmtShape(q.shape)}, k ${fmtShape(k.shape)}, v ${fmtShape(v.shape)} must have the same rank >= 2`, 'scaledDotProductAttention');
   }

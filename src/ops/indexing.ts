@@ -4,7 +4,7 @@
 import { ArgumentError, DTypeError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { normalizeDim, numel } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { apply, view, type PrimDef } from './dispatch.js';
+import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { contiguous, pad, reshape } from './movement.js';
 import * as m from './math.js';
 import { arange, zeros } from './creation.js';
@@ -53,6 +53,8 @@ export const gatherPrim: PrimDef<DimAttrs> = {
 };
 
 export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+  expectTensor('gather', x, 'x');
+  expectTensor('gather', index, 'index');
   const d = normalizeDim('gather', dim, x.ndim, x.shape);
   return apply(gatherPrim, [x, index], { dim: d });
 }
@@ -99,6 +101,9 @@ function copyInto(out: Tensor, src: Tensor): void {
 }
 
 export function scatterAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+  expectTensor('scatterAdd', self, 'self');
+  expectTensor('scatterAdd', index, 'index');
+  expectTensor('scatterAdd', src, 'src');
   const d = normalizeDim('scatterAdd', dim, self.ndim, self.shape);
   return apply(scatterAddPrim, [self, index, src], { dim: d });
 }
@@ -135,6 +140,8 @@ export const indexSelectPrim: PrimDef<DimAttrs> = {
 };
 
 export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
+  expectTensor('indexSelect', x, 'x');
+  expectTensor('indexSelect', index, 'index');
   const d = normalizeDim('indexSelect', dim, x.ndim, x.shape);
   return apply(indexSelectPrim, [x, index], { dim: d });
 }
@@ -171,6 +178,9 @@ export const indexAddPrim: PrimDef<DimAttrs> = {
 };
 
 export function indexAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+  expectTensor('indexAdd', self, 'self');
+  expectTensor('indexAdd', index, 'index');
+  expectTensor('indexAdd', src, 'src');
   const d = normalizeDim('indexAdd', dim, self.ndim, self.shape);
   return apply(indexAddPrim, [self, index, src], { dim: d });
 }
@@ -205,6 +215,7 @@ function sumKeep(g: Tensor, dim: number): Tensor {
 }
 
 export function cumsum(x: Tensor, dim: number): Tensor {
+  expectTensor('cumsum', x, 'x');
   const d = normalizeDim('cumsum', dim, x.ndim, x.shape);
   return apply(cumsumPrim, [x], { dim: d });
 }
@@ -213,6 +224,7 @@ export function cumsum(x: Tensor, dim: number): Tensor {
 
 /** One-hot int32 encoding of class indices (last dim gets numClasses). */
 export function oneHot(index: Tensor, numClasses = -1): Tensor {
+  expectTensor('oneHot', index, 'index');
   checkIndexTensor('oneHot', index);
   let n = numClasses;
   if (n < 0) n = index.size === 0 ? 0 : Math.max(...Array.from(index.dataSync())) + 1;

@@ -4,7 +4,7 @@ import { ShapeError, DTypeError, fmtShape } from '../core/errors.js';
 import { broadcastShapes } from '../core/shape.js';
 import { promoteTypes } from '../core/dtype.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { apply, view, type PrimDef } from './dispatch.js';
+import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { reshape, squeeze, transpose, unsqueeze, sumToShape } from './movement.js';
 import { broadcastStrides } from './broadcast.js';
 import { cast } from './pointwise.js';
@@ -47,6 +47,8 @@ export const matmulPrim: PrimDef<Record<string, never>> = {
 
 /** torch.matmul semantics, including 1-D operands. */
 export function matmul(a: Tensor, b: Tensor): Tensor {
+  expectTensor('matmul', a, 'a');
+  expectTensor('matmul', b, 'b');
   a.assertAlive('matmul');
   b.assertAlive('matmul');
   if (a.ndim === 0 || b.ndim === 0) {
@@ -67,6 +69,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
 
 /** Batched matmul of [B, M, K] x [B, K, N]. */
 export function bmm(a: Tensor, b: Tensor): Tensor {
+  expectTensor('bmm', a, 'a');
+  expectTensor('bmm', b, 'b');
   if (a.ndim !== 3 || b.ndim !== 3) throw new ShapeError(`expects 3-D operands, got ${fmtShape(a.shape)} and ${fmtShape(b.shape)}`, 'bmm');
   return matmul(a, b);
 }

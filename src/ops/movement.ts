@@ -5,7 +5,7 @@ import type { DType } from '../core/dtype.js';
 import { ArgumentError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { inferReshape, normalizeDim, numel, shapesEqual, viewStrides } from '../core/shape.js';
 import { Tensor } from '../tensor/tensor.js';
-import { apply, view, type PrimDef } from './dispatch.js';
+import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { copy } from './pointwise.js';
 import { sum } from './reduce.js';
 import { zeros } from './creation.js';
@@ -30,6 +30,7 @@ export const viewPrim: PrimDef<ShapeAttrs> = {
 };
 
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
+  expectTensor('reshape', x, 'x');
   x.assertAlive('reshape');
   checkShapeArg('reshape', shape);
   const target = inferReshape('reshape', x.shape, shape);
@@ -39,11 +40,13 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
 
 /** A view with a new shape; throws when the layout needs a copy (torch's view). */
 export function viewAs(x: Tensor, shape: readonly number[]): Tensor {
+  expectTensor('viewAs', x, 'x');
   checkShapeArg('view', shape);
   return apply(viewPrim, [x], { shape: inferReshape('view', x.shape, shape) });
 }
 
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
+  expectTensor('flatten', x, 'x');
   if (x.ndim === 0) return reshape(x, [1]);
   const s = normalizeDim('flatten', startDim, x.ndim, x.shape);
   const e = normalizeDim('flatten', endDim, x.ndim, x.shape);
@@ -52,6 +55,7 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
 }
 
 export function unsqueeze(x: Tensor, dim: number): Tensor {
+  expectTensor('unsqueeze', x, 'x');
   const d = normalizeDim('unsqueeze', dim, x.ndim + 1);
   const shape = [...x.shape];
   shape.splice(d, 0, 1);
@@ -59,6 +63,7 @@ export function unsqueeze(x: Tensor, dim: number): Tensor {
 }
 
 export function squeeze(x: Tensor, dim?: number | readonly number[]): Tensor {
+  expectTensor('squeeze', x, 'x');
   const dims = dim === undefined ? x.shape.map((_, i) => i) : (typeof dim === 'number' ? [dim] : dim).map((d) => normalizeDim('squeeze', d, x.ndim, x.shape));
   return reshape(x, x.shape.filter((s, i) => !(s === 1 && dims.includes(i))));
 }
@@ -87,6 +92,7 @@ export const permutePrim: PrimDef<PermuteAttrs> = {
 };
 
 export function permute(x: Tensor, dims: readonly number[]): Tensor {
+  expectTensor('permute', x, 'x');
   if (!Array.isArray(dims) || dims.length !== x.ndim) {
     throw new ArgumentError(`dims ${JSON.stringify(dims)} must list each of the ${x.ndim} dims of ${fmtShape(x.shape)} once`, 'permute');
   }
@@ -96,6 +102,7 @@ export function permute(x: Tensor, dims: readonly number[]): Tensor {
 }
 
 export function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
+  expectTensor('transpose', x, 'x');
   if (x.ndim < 2 && dim0 === -2 && dim1 === -1) return x.ndim === 0 ? reshape(x, []) : reshape(x, x.shape);
   const a = normalizeDim('transpose', dim0, x.ndim, x.shape);
   const b = normalizeDim('transpose', dim1, x.ndim, x.shape);
@@ -134,6 +141,7 @@ export const expandPrim: PrimDef<ShapeAttrs> = {
 };
 
 export function expand(x: Tensor, shape: readonly number[]): Tensor {
+  expectTensor('expand', x, 'x');
   checkShapeArg('expand', shape, true);
   if (shapesEqual(x.shape, shape)) return apply(viewPrim, [x], { shape });
   return apply(expandPrim, [x], { shape });
@@ -141,6 +149,7 @@ export function expand(x: Tensor, shape: readonly number[]): Tensor {
 
 /** Sums a broadcast gradient back to the shape of the operand it came from. */
 export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
+  expectTensor('sumToShape', g, 'g');
   if (shapesEqual(g.shape, shape)) return g;
   const lead = g.ndim - shape.length;
   const dims: number[] = [];
@@ -183,6 +192,7 @@ function sliceBackward(g: Tensor, shape: readonly number[], dtype: DType, a: Sli
 }
 
 export function slice(x: Tensor, dim: number, start = 0, end?: number, step = 1): Tensor {
+  expectTensor('slice', x, 'x');
   const d = normalizeDim('slice', dim, x.ndim, x.shape);
   const size = x.shape[d]!;
   if (!Number.isInteger(step) || step <= 0) throw new ArgumentError(`step must be a positive integer, got ${step}`, 'slice');
@@ -194,6 +204,7 @@ export function slice(x: Tensor, dim: number, start = 0, end?: number, step = 1)
 
 /** torch.narrow: length elements from start along dim (a view). */
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
+  expectTensor('narrow', x, 'x');
   const d = normalizeDim('narrow', dim, x.ndim, x.shape);
   const s = start < 0 ? start + x.shape[d]! : start;
   if (s < 0 || length < 0 || s + length > x.shape[d]!) {
@@ -204,6 +215,7 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
 
 /** x[..., index, ...] along dim, removing that dim (a view). */
 export function select(x: Tensor, dim: number, index: number): Tensor {
+  expectTensor('select', x, 'x');
   const d = normalizeDim('select', dim, x.ndim, x.shape);
   const size = x.shape[d]!;
   const i = index < 0 ? index + size : index;
@@ -276,6 +288,7 @@ export const padPrim: PrimDef<PadAttrs> = {
 
 /** torch.nn.functional.pad, constant mode: pads lists (left, right) pairs from the last dim. */
 export function pad(x: Tensor, pads: readonly number[], value = 0): Tensor {
+  expectTensor('pad', x, 'x');
   if (!Array.isArray(pads) || pads.length % 2 !== 0 || pads.length / 2 > x.ndim || !pads.every(Number.isInteger)) {
     throw new ArgumentError(`pads ${JSON.stringify(pads)} must be (left, right) integer pairs for at most ${x.ndim} dims`, 'pad');
   }
@@ -328,6 +341,7 @@ export const catPrim: PrimDef<CatAttrs> = {
 };
 
 export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
+  if (Array.isArray(tensors)) tensors.forEach((t, i) => expectTensor('cat', t, `tensors[${i}]`));
   if (!Array.isArray(tensors) || tensors.length === 0 || !tensors.every((t) => t instanceof Tensor)) {
     throw new ArgumentError('expects a non-empty array of tensors', 'cat');
   }
@@ -336,6 +350,7 @@ export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
 }
 
 export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
+  if (Array.isArray(tensors)) tensors.forEach((t, i) => expectTensor('stack', t, `tensors[${i}]`));
   if (!Array.isArray(tensors) || tensors.length === 0) throw new ArgumentError('expects a non-empty array of tensors', 'stack');
   const d = normalizeDim('stack', dim, tensors[0]!.ndim + 1);
   for (const t of tensors) {
@@ -348,6 +363,7 @@ export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
 
 /** Splits into pieces of `size` (a number) or of the listed sizes, along dim (views). */
 export function split(x: Tensor, sizeOrSections: number | readonly number[], dim = 0): Tensor[] {
+  expectTensor('split', x, 'x');
   const d = normalizeDim('split', dim, x.ndim, x.shape);
   const total = x.shape[d]!;
   let sizes: number[];
@@ -370,6 +386,7 @@ export function split(x: Tensor, sizeOrSections: number | readonly number[], dim
 }
 
 export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
+  expectTensor('chunk', x, 'x');
   const d = normalizeDim('chunk', dim, x.ndim, x.shape);
   if (!Number.isInteger(chunks) || chunks <= 0) throw new ArgumentError(`chunks must be a positive integer, got ${chunks}`, 'chunk');
   return split(x, Math.max(1, Math.ceil(x.shape[d]! / chunks)), d);
@@ -377,6 +394,7 @@ export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
 
 /** A contiguous tensor with the same values (the input itself when already contiguous). */
 export function contiguous(x: Tensor): Tensor {
+  expectTensor('contiguous', x, 'x');
   return x.isContiguous ? apply(viewPrim, [x], { shape: x.shape }) : copy(x);
 }
 

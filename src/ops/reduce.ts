@@ -8,7 +8,7 @@ import { normalizeDim, normalizeDims } from '../core/shape.js';
 import type { ReduceOp } from '../backend/kernel-spec.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
-import { apply, view, type PrimDef } from './dispatch.js';
+import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import * as m from './math.js';
 import { expand, reshape } from './movement.js';
 import { cast } from './pointwise.js';
@@ -111,6 +111,7 @@ export const REDUCE_PRIMS: Readonly<Record<ReduceOp, PrimDef<ReduceAttrs>>> = PR
 type Dims = number | readonly number[] | undefined;
 
 function reduce(op: ReduceOp, x: Tensor, dim: Dims, keepdim: boolean): Tensor {
+  expectTensor(op, x);
   x.assertAlive(op);
   const dims = normalizeDims(op, dim, x.ndim, x.shape);
   return apply(PRIMS[op], [x], { dims, keepdim });
@@ -123,10 +124,12 @@ export const max = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('m
 export const min = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim);
 
 export function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
+  expectTensor('argmax', x, 'x');
   if (dim === undefined) return reduce('argmax', reshape(x, [-1]), 0, false);
   return reduce('argmax', x, normalizeDim('argmax', dim, x.ndim, x.shape), keepdim);
 }
 export function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
+  expectTensor('argmin', x, 'x');
   if (dim === undefined) return reduce('argmin', reshape(x, [-1]), 0, false);
   return reduce('argmin', x, normalizeDim('argmin', dim, x.ndim, x.shape), keepdim);
 }
@@ -138,6 +141,7 @@ function countOf(op: string, x: Tensor, dim: Dims): number {
 }
 
 export function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+  expectTensor('mean', x, 'x');
   const n = countOf('mean', x, dim);
   const xf = isFloat(x.dtype) ? x : cast(x, 'float32');
   return m.mul(sum(xf, dim, keepdim), 1 / n);
@@ -145,6 +149,7 @@ export function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
 
 /** Variance with Bessel's correction by default (torch's correction=1). */
 export function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+  expectTensor('variance', x, 'x');
   return varianceOf('var', x, dim, keepdim, correction);
 }
 
@@ -156,6 +161,7 @@ function varianceOf(op: string, x: Tensor, dim: Dims, keepdim: boolean, correcti
 }
 
 export function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+  expectTensor('std', x, 'x');
   return m.sqrt(varianceOf('std', x, dim, keepdim, correction));
 }
 
@@ -168,6 +174,7 @@ function stabilizer(x: Tensor, dim: Dims): Tensor {
 }
 
 export function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+  expectTensor('logsumexp', x, 'x');
   x.assertAlive('logsumexp');
   const dims = normalizeDims('logsumexp', dim, x.ndim, x.shape);
   const s = stabilizer(x, dim);
@@ -176,6 +183,7 @@ export function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
 }
 
 export function softmax(x: Tensor, dim = -1): Tensor {
+  expectTensor('softmax', x, 'x');
   x.assertAlive('softmax');
   normalizeDim('softmax', dim, x.ndim, x.shape);
   const e = m.exp(m.sub(x, stabilizer(x, dim)));
@@ -183,6 +191,7 @@ export function softmax(x: Tensor, dim = -1): Tensor {
 }
 
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
+  expectTensor('logSoftmax', x, 'x');
   x.assertAlive('logSoftmax');
   normalizeDim('logSoftmax', dim, x.ndim, x.shape);
   return m.sub(x, logsumexp(x, dim, true));

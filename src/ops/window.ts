@@ -4,7 +4,7 @@
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 import type { WindowGeometry } from '../backend/kernel-spec.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { apply, view, type PrimDef } from './dispatch.js';
+import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { contiguous, reshape } from './movement.js';
 import { matmul } from './linalg.js';
 import * as m from './math.js';
@@ -86,6 +86,8 @@ export interface Conv2dOptions {
 
 /** torch.nn.functional.conv2d: x [N, Cin, H, W], weight [Cout, Cin/groups, KH, KW]. */
 export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv2dOptions = {}): Tensor {
+  expectTensor('conv2d', x, 'x');
+  expectTensor('conv2d', weight, 'weight');
   const groups = opts.groups ?? 1;
   if (weight.ndim !== 4) throw new ShapeError(`weight must be [Cout, Cin/groups, KH, KW], got ${fmtShape(weight.shape)}`, 'conv2d');
   if (x.dtype !== weight.dtype) throw new DTypeError(`input ${x.dtype} and weight ${weight.dtype} differ`, 'conv2d');
@@ -127,12 +129,14 @@ function poolWindows(op: string, x: Tensor, kernel: Pair, opts: Pool2dOptions, p
 }
 
 export function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {}): Tensor {
+  expectTensor('maxPool2d', x, 'x');
   const { cols, geom } = poolWindows('maxPool2d', x, kernelSize, opts, -Infinity);
   return reshape(max(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
 }
 
 /** Average pooling; padded positions count in the divisor (torch's count_include_pad=True). */
 export function avgPool2d(x: Tensor, kernelSize: Pair, opts: Omit<Pool2dOptions, 'dilation'> = {}): Tensor {
+  expectTensor('avgPool2d', x, 'x');
   const { cols, geom } = poolWindows('avgPool2d', x, kernelSize, opts, 0);
   return reshape(mean(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
 }
