@@ -3,7 +3,7 @@
 // for backward are released as soon as nothing can reach them any more.
 
 import type { DType } from '../core/dtype.js';
-import { AutogradError } from '../core/errors.js';
+import { AutogradError, fmtShape } from '../core/errors.js';
 import { Tensor, type GradFnRef } from '../tensor/tensor.js';
 
 /** Where an input's gradient goes: the node that produced it, or a leaf to accumulate into. */
@@ -54,7 +54,11 @@ export class GradNode<A = unknown> implements GradFnRef {
     this.freed = true;
   }
 
+  /** storage versions of the saved tensors when they were saved */
+  savedVersions: number[] = [];
+
   apply(grad: Tensor): readonly (Tensor | null)[] {
+    if (this.ctx) this.checkVersions(this.ctx);
     if (!this.ctx) {
       throw new AutogradError(
         this.freed ? 'the graph was already freed by an earlier backward()' : 'node has no saved state',
@@ -63,5 +67,19 @@ export class GradNode<A = unknown> implements GradFnRef {
       );
     }
     return this.backwardFn(grad, this.ctx);
+  }
+
+  private checkVersions(ctx: BackwardContext<A>): void {
+    const saved = [...ctx.inputs, ctx.output];
+    saved.forEach((t, i) => {
+      if (!t || !t.hasStorage || this.savedVersions[i] === undefined || this.savedVersions[i]! < 0) return;
+      if (t.storage.version !== this.savedVersions[i]) {
+        throw new AutogradError(
+          `a tensor ${fmtShape(t.shape)} saved by ${this.name} for backward was modified by an in-place operation (version ${this.savedVersions[i]}, now ${t.storage.version})`,
+          `${this.name}.backward`,
+          'clone the tensor before writing into it, or make the in-place update after backward()',
+        );
+      }
+    });
   }
 }

@@ -83,6 +83,8 @@ export class FusedProgram {
   private readonly scratch: BackendBuffer[];
   private readonly constants = new Map<number, BackendBuffer>();
   readonly plan: MemoryPlan;
+  /** inputs the program writes (in-place updates): their storage version moves, as in eager */
+  private readonly writtenInputs: number[];
 
   constructor(
     readonly lowered: Lowered,
@@ -96,6 +98,8 @@ export class FusedProgram {
       backend.write(buf, b.data!);
       this.constants.set(b.id, buf);
     }
+    const written = new Set(lowered.steps.flatMap(stepWrites));
+    this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
     const n = lowered.buffers.length;
     this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: backend.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
   }
@@ -137,6 +141,7 @@ export class FusedProgram {
       if (p.prepared) this.backend.launch(p.prepared, args);
       else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
     }
+    for (const i of this.writtenInputs) inputs[i]!.storage.version++;
     return l.outputs.map((o) => {
       let st = storages.get(o.buf);
       if (!st) {

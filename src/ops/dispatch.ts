@@ -138,6 +138,7 @@ function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, ou
     attrs,
     needsGrad: inputs.map((t) => t.requiresGrad),
   });
+  node.savedVersions = [...saved, prim.saveOutput ? out : null].map((t) => (t && t.hasStorage ? t.storage.version : -1));
   out.setGradFn(node);
 }
 

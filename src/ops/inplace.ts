@@ -43,6 +43,7 @@ export function assign(dst: Tensor, src: Tensor | number, op = 'copy_'): Tensor 
     backend.launch(backend.prepare(spec), {
       kind: 'pointwise', out: view(dst), inputs: [{ buf: value.storage.buf, offset: value.offset, strides: broadcastStrides(value, dst.shape) }], shape: dst.shape, params: [],
     });
+    dst.storage.version++;
   }
   if (value !== src) value.dispose();
   return dst;

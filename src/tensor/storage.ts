@@ -9,6 +9,8 @@ export const memoryStats = { liveTensors: 0, liveStorages: 0, liveBytes: 0, peak
 export class Storage {
   private refs = 0;
   readonly bytes: number;
+  /** bumped by every in-place write, so autograd can tell a saved tensor was overwritten */
+  version = 0;
   constructor(
     readonly backend: Backend,
     readonly buf: BackendBuffer,
