@@ -144,12 +144,19 @@ function makeEngine(): Engine {
 
 let engine: Engine | null = null;
 
-/** C = A·B for one (non-batched) problem with arbitrary strides. */
-export function matmul2d(o: MatmulOperands): void {
+/** Called once per finished block of C (rows i0..i0+mc, cols j0..j0+nc) while it is in cache. */
+export type BlockDone = (i0: number, mc: number, j0: number, nc: number) => void;
+
+/**
+ * C = A·B for one (non-batched) problem with arbitrary strides. `onBlock` (compiled
+ * programs' fused epilogues) runs on each block of C right after its last k step.
+ */
+export function matmul2d(o: MatmulOperands, onBlock?: BlockDone): void {
   const { c, m, n, k, scm, scn } = o;
   if (m === 0 || n === 0) return;
   if (k === 0) {
     for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) c[o.cOff + i * scm + j * scn] = 0;
+    onBlock?.(0, m, 0, n);
     return;
   }
   const E = (engine ??= makeEngine());
@@ -185,6 +192,7 @@ export function matmul2d(o: MatmulOperands): void {
             }
           }
         }
+        if (onBlock && k0 + kc >= k) onBlock(i0, mc, j0, nc);
       }
     }
   }

@@ -7,6 +7,7 @@ import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
+import { matmul2d } from './matmul.js';
 
 export type LoopFn = (bufs: readonly TypedArray[]) => void;
 
@@ -154,68 +155,59 @@ function renderRow(k: RowKernel, em: Emitter): void {
   });
 }
 
-// register blocking of the matmul template (see matmul.ts for the eager twin)
-const MR = 4, NR = 8, KC = 256, MC = 64;
-
-function renderMatmul(k: MatmulKernel, em: Emitter): void {
+/**
+ * A matmul kernel: the shared blocked matmul (matmul.ts) accumulates into one buffer, and the
+ * fused epilogue runs on each finished block of C while it is still in cache (called per
+ * block, not per element). The accumulation target is the raw matmul output when the graph
+ * keeps it, else an epilogue output (overwritten in place element by element), else a scratch.
+ */
+function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   const nb = k.batch.length;
-  const batchVars = k.batch.map((_, i) => i);
   const iVar = nb, jVar = nb + 1;
-  const epiAffs = affinesOf(k.body, k.stores);
-  em.emit(`const A = b${k.a.buf}, B = b${k.b.buf};`);
-  em.emit(`const M = ${k.m}, N = ${k.n}, K = ${k.k};`);
-  em.emit(`const Bp = new Float64Array(${KC * Math.ceil(k.n / NR) * NR}), Ap = new Float64Array(${KC * MC}), part = new Float64Array(${k.k > KC ? k.m * k.n : 1}), tile = new Float64Array(${MR * NR});`);
-  // batch loops: operand bases and the batch part of every epilogue affine
+  const identity = (st: Store) => st.value.k === 'acc';
+  const raw = k.stores.find(identity) ?? k.stores.find((st) => st.dtype === k.dtype && st.at.c[iVar] !== 0 && st.at.c[jVar] !== 0);
+  const rawAt: Affine = raw ? raw.at : { c: [...k.batch.map((_, b) => k.batch.slice(b + 1).reduce((x, y) => x * y, 1) * k.m * k.n), k.n, 1], o: 0 };
+  const rawName = raw ? `b${raw.buf}` : 'S';
+  if (!raw) prelude.push(`const S = new Float64Array(${k.batch.reduce((x, y) => x * y, 1) * k.m * k.n});`);
+  const epiStores = k.stores.filter((st) => !(raw && st === raw && identity(st)));
+  const epiAffs = affinesOf(k.body, epiStores);
   const bases = [
-    { c: k.a.base.c, o: k.a.base.o, name: 'aBase' },
-    { c: k.b.base.c, o: k.b.base.o, name: 'bBase' },
-    ...epiAffs.map((a, i) => ({ c: a.c.slice(0, nb), o: a.o, name: `e${i}` })),
+    { a: { c: k.a.base.c, o: k.a.base.o }, name: 'aB' },
+    { a: { c: k.b.base.c, o: k.b.base.o }, name: 'bB' },
+    { a: rawAt, name: 'rB' },
+    ...epiAffs.map((a, i) => ({ a, name: `eB${i}` })),
   ];
-  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${b.o};`));
-  batchVars.forEach((v, L) => {
-    em.emit(`for (let v${v} = 0; v${v} < ${k.batch[L]}; v${v}++) {`);
+  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${b.a.o};`));
+  k.batch.forEach((size, L) => {
+    em.emit(`for (let v${L} = 0; v${L} < ${size}; v${L}++) {`);
     bases.forEach((b) => em.emit(`let ${b.name}_${L + 1} = ${b.name}_${L};`));
   });
   const at = (name: string) => `${name}_${nb}`;
-  const ki = (i: number) => epiAffs[i]!;
-  em.emit(`for (let k0 = 0; k0 < K; k0 += ${KC}) {`);
-  em.emit(`const kc = Math.min(${KC}, K - k0); const last = k0 + kc >= K;`);
-  // pack B[k0:k0+kc, :] into NR-wide panels
-  em.emit(`let p = 0;`);
-  em.emit(`for (let j0 = 0; j0 < N; j0 += ${NR}) for (let kk = 0; kk < kc; kk++) { const row = ${at('bBase')} + (k0 + kk) * ${k.b.sRow}; for (let jj = 0; jj < ${NR}; jj++) { const j = j0 + jj; Bp[p++] = j < N ? B[row + j * ${k.b.sCol}] : 0; } }`);
-  em.emit(`for (let i0 = 0; i0 < M; i0 += ${MC}) {`);
-  em.emit(`const mc = Math.min(${MC}, M - i0); p = 0;`);
-  em.emit(`for (let ii = 0; ii < mc; ii += ${MR}) for (let kk = 0; kk < kc; kk++) { const col = ${at('aBase')} + (k0 + kk) * ${k.a.sCol}; for (let r = 0; r < ${MR}; r++) { const i = i0 + ii + r; Ap[p++] = i < M ? A[col + i * ${k.a.sRow}] : 0; } }`);
-  em.emit(`for (let j0 = 0; j0 < N; j0 += ${NR}) { const cols = Math.min(${NR}, N - j0); const pb0 = (j0 / ${NR}) * kc * ${NR};`);
-  em.emit(`for (let ii = 0; ii < mc; ii += ${MR}) { const rows = Math.min(${MR}, mc - ii);`);
-  const accs: string[] = [];
-  for (let r = 0; r < MR; r++) for (let j = 0; j < NR; j++) accs.push(`c${r}${j} = 0`);
-  em.emit(`let ${accs.join(', ')};`);
-  em.emit(`for (let kk = 0, pa = (ii / ${MR}) * kc * ${MR}, pb = pb0; kk < kc; kk++, pa += ${MR}, pb += ${NR}) {`);
-  em.emit(`const ${Array.from({ length: MR }, (_, r) => `a${r} = Ap[pa + ${r}]`).join(', ')};`);
-  em.emit(`const ${Array.from({ length: NR }, (_, j) => `q${j} = Bp[pb + ${j}]`).join(', ')};`);
-  for (let r = 0; r < MR; r++) em.emit(Array.from({ length: NR }, (_, j) => `c${r}${j} += a${r} * q${j};`).join(' '));
-  em.emit('}');
-  for (let r = 0; r < MR; r++) em.emit(Array.from({ length: NR }, (_, j) => `tile[${r * NR + j}] = c${r}${j};`).join(' '));
-  em.emit(`for (let r = 0; r < rows; r++) { const i = i0 + ii + r; for (let jj = 0; jj < cols; jj++) { const j = j0 + jj; const q = i * N + j;`);
-  em.emit(`const acc = tile[r * ${NR} + jj] + (k0 > 0 ? part[q] : 0);`);
-  em.emit(`if (!last) { part[q] = acc; continue; }`);
-  // epilogue offsets: batch part + i, j parts
-  epiAffs.forEach((a, idx) => {
-    const name = `ep${idx}`;
-    em.emit(`const ${name} = ${at(`e${idx}`)} + ${a.c[iVar]} * i + ${a.c[jVar]} * j;`);
-    em.setPtr(ki(idx), name);
-  });
-  stmts(em, k.body);
-  stores(em, k.stores);
-  em.emit('} }'); // tile element loops
-  em.emit('}'); // ii
-  em.emit('}'); // j0
-  em.emit('}'); // i0
-  em.emit('}'); // k0
+  em.emit(`const rOff = ${at('rB')};`);
+  epiAffs.forEach((_, i) => em.emit(`const eOff${i} = ${at(`eB${i}`)};`));
+  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')}, sam: ${k.a.sRow}, sak: ${k.a.sCol}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${k.b.sRow}, sbn: ${k.b.sCol}, c: ${rawName}, cOff: rOff, scm: ${rawAt.c[iVar]}, scn: ${rawAt.c[jVar]}, m: ${k.m}, n: ${k.n}, k: ${k.k} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
+  if (k.body.length || epiStores.length) {
+    em.emit('for (let i = i0; i < i0 + mc; i++) {');
+    em.emit(`let pr = rOff + ${rawAt.c[iVar]} * i + ${rawAt.c[jVar]} * j0;`);
+    epiAffs.forEach((a, idx) => {
+      em.emit(`let pe${idx} = eOff${idx} + ${a.c[iVar]} * i + ${a.c[jVar]} * j0;`);
+      em.setPtr(a, `pe${idx}`);
+    });
+    em.emit('for (let j = j0; j < j0 + nc; j++) {');
+    em.emit(`const acc = ${rawName}[pr];`);
+    stmts(em, k.body);
+    stores(em, epiStores);
+    em.emit(`pr += ${rawAt.c[jVar]};`);
+    epiAffs.forEach((a, idx) => {
+      if (a.c[jVar] !== 0) em.emit(`pe${idx} += ${a.c[jVar]};`);
+    });
+    em.emit('}');
+    em.emit('}');
+    em.emit('});');
+  }
   for (let L = nb - 1; L >= 0; L--) {
     bases.forEach((b) => {
-      const c = b.c[batchVars[L]!]!;
+      const c = b.a.c[L]!;
       if (c !== 0) em.emit(`${b.name}_${L} += ${c};`);
     });
     em.emit('}');
@@ -225,11 +217,13 @@ function renderMatmul(k: MatmulKernel, em: Emitter): void {
 /** JavaScript source of a kernel's body; its parameters are b0, b1, ... (one per buffer). */
 export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
   const em = new Emitter();
+  const prelude: string[] = [];
   if (k.kind === 'pointwise') renderPointwise(k, em);
   else if (k.kind === 'row') renderRow(k, em);
-  else renderMatmul(k, em);
+  else renderMatmul(k, em, prelude);
   const params = Array.from({ length: nBuffers }, (_, i) => `b${i}`);
-  return `function ${k.name}(${params.join(', ')}) {\n  ${em.lines.join('\n  ')}\n}`;
+  const fn = `function ${k.name}(${params.join(', ')}) {\n  ${em.lines.join('\n  ')}\n}`;
+  return prelude.length ? `(() => {\n  ${prelude.join('\n  ')}\n  return ${fn};\n})()` : fn;
 }
 
 const cache = new Map<string, LoopFn>();
@@ -239,7 +233,7 @@ export function compileKernel(k: LoopKernel, nBuffers: number): { fn: LoopFn; so
   const source = renderKernelSource(k, nBuffers);
   let fn = cache.get(source);
   if (!fn) {
-    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS)) as (...b: TypedArray[]) => void;
+    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d) as (...b: TypedArray[]) => void;
     fn = (bufs) => inner(...bufs);
     cache.set(source, fn);
   }
