@@ -13,6 +13,12 @@ test('fastExp: relative error < 2e-8 over [-100, 88], exact limits', () => {
   assert.ok(Number.isNaN(fastExp(NaN)));
   assert.equal(fastExp(-Infinity), 0);
   assert.ok(Math.abs(fastExp(-740) - Math.exp(-740)) / Math.exp(-740) < 1e-6, 'subnormal range');
+  // the edges of the power-of-two table (a NaN here once came out of GELU on large inputs)
+  for (let x = 700; x < 712; x += 0.001) {
+    const want = Math.exp(x);
+    assert.ok(fastExp(x) === want || Math.abs(fastExp(x) - want) / want < 2e-8, `fastExp(${x}) = ${fastExp(x)}`);
+    assert.ok(fastExp(-x) === Math.exp(-x) || Math.abs(fastExp(-x) - Math.exp(-x)) / Math.exp(-x) < 2e-8, `fastExp(${-x})`);
+  }
 });
 
 test('fastTanh: absolute error < 3e-8 over [-20, 20], odd, saturating, NaN-preserving', () => {

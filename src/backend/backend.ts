@@ -17,7 +17,8 @@ export interface PreparedKernel {
 
 export interface Backend {
   readonly name: string;
-  alloc(dtype: DType, size: number): BackendBuffer;
+  /** `shared`: the buffer may be written by several threads (compiled programs ask for it) */
+  alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer;
   free(buf: BackendBuffer): void;
   write(buf: BackendBuffer, data: TypedArray, offset?: number): void;
   /** Synchronous read; a GPU backend may throw and ask for `read`. */

@@ -91,7 +91,7 @@ export class FusedProgram {
     readonly backend: Backend,
   ) {
     this.plan = planMemory(lowered);
-    this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size));
+    this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size, 'shared'));
     for (const b of lowered.buffers) {
       if (b.kind !== 'constant') continue;
       const buf = backend.alloc(b.dtype, b.size);
@@ -131,7 +131,7 @@ export class FusedProgram {
     for (const b of l.buffers) {
       if (b.kind !== 'scratch') continue;
       if (outputBufs.has(b.id) || this.plan.slotOf[b.id] === -1) {
-        const buf = this.backend.alloc(b.dtype, b.size);
+        const buf = this.backend.alloc(b.dtype, b.size, 'shared');
         bufs[b.id] = buf;
         if (outputBufs.has(b.id)) storages.set(b.id, new Storage(this.backend, buf));
       } else bufs[b.id] = this.scratch[this.plan.slotOf[b.id]!]!;

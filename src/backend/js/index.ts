@@ -12,7 +12,14 @@ import { matmul2d } from './matmul.js';
 import { pointwiseKernel, type PointwiseFn } from './pointwise.js';
 import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
-import { compileKernel, renderKernelSource } from './render-loop.js';
+import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
+import { getThreadPool, isShared } from './threads.js';
+import { kernelStores } from '../../compiler/loop-ir.js';
+
+/** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
+const PARALLEL_WORK = 1 << 17;
+/** Buffers at least this large live in shared memory, so worker threads can write them. */
+const SHARED_MIN = 1024;
 
 export class JsBuffer implements BackendBuffer {
   constructor(readonly dtype: DType, readonly data: TypedArray) {}
@@ -31,8 +38,10 @@ export class JsBackend implements Backend {
   readonly name = 'js';
   private readonly prepared = new Map<string, JsKernel>();
 
-  alloc(dtype: DType, size: number): BackendBuffer {
-    return new JsBuffer(dtype, new TYPED_ARRAY[dtype](size));
+  alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
+    const T = TYPED_ARRAY[dtype];
+    if ((size >= SHARED_MIN || hint === 'shared') && typeof SharedArrayBuffer !== 'undefined') return new JsBuffer(dtype, new T(new SharedArrayBuffer(size * T.BYTES_PER_ELEMENT), 0, size));
+    return new JsBuffer(dtype, new T(size));
   }
   free(_buf: BackendBuffer): void {
     // typed arrays are garbage collected; nothing to release
@@ -64,7 +73,8 @@ export class JsBackend implements Backend {
 
 function specKey(spec: KernelSpec): string {
   if (spec.kind === 'pointwise') return `pw|${exprKey(spec.expr)}|${spec.outDType}|${spec.nInputs}|${spec.ndim}`;
-  if (spec.kind === 'loop') return `loop|${renderKernelSource(spec.kernel, spec.nBuffers)}`;
+  // the source is the same for every row count of a split loop: the extent is part of the key
+  if (spec.kind === 'loop') return `loop|${kernelExtent(spec.kernel)}|${kernelWork(spec.kernel)}|${renderKernelSource(spec.kernel, spec.nBuffers)}`;
   return JSON.stringify(spec);
 }
 
@@ -119,8 +129,16 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
         col2im(data(args.cols), args.cols.offset, data(args.image), args.image.offset, args.geom);
       };
     case 'loop': {
-      const { fn } = compileKernel(spec.kernel, spec.nBuffers);
-      return (a) => fn((a as Extract<KernelArgs, { kind: 'loop' }>).buffers.map((b) => (b as JsBuffer).data));
+      const { fn, source } = compileKernel(spec.kernel, spec.nBuffers);
+      const extent = kernelExtent(spec.kernel);
+      const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
+      const writes = [...new Set(kernelStores(spec.kernel).map((st) => st.buf))];
+      return (a) => {
+        const bufs = (a as Extract<KernelArgs, { kind: 'loop' }>).buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
+        const pool = parallel ? getThreadPool() : null;
+        if (pool && writes.every((w) => isShared(bufs[w]!))) pool.run(source, fn, bufs, extent);
+        else fn(bufs, 0, extent);
+      };
     }
     case 'random':
       return (a) => {

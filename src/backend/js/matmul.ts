@@ -16,14 +16,6 @@
 
 import type { TypedArray } from '../../core/dtype.js';
 
-const MR = 4;
-const NR = 4;
-const KC = 256;
-const MC = 64;
-const NC = 1024;
-const A_AT = KC * NC; // A's block follows B's panels in the scratch array
-const SCRATCH = A_AT + KC * MC;
-
 export interface MatmulOperands {
   a: TypedArray; aOff: number; sam: number; sak: number;
   b: TypedArray; bOff: number; sbk: number; sbn: number;
@@ -33,35 +25,6 @@ export interface MatmulOperands {
 
 /** c[cOff + r*scm + j*scn] (=|+=) sum_kk P[pa + kk*MR + r] * P[pb + kk*NR + j] for r < MR, j < NR */
 type Micro = (pa: number, pb: number, kc: number, c: TypedArray, cOff: number, scm: number, scn: number) => void;
-
-function microSource(accumulate: boolean): string {
-  const acc: string[] = [];
-  for (let r = 0; r < MR; r++) for (let j = 0; j < NR; j++) acc.push(`c${r}_${j} = 0`);
-  const body: string[] = [];
-  for (let j = 0; j < NR; j++) body.push(`const b${j} = p[${j === 0 ? 'pb' : `(pb + ${j}) | 0`}];`);
-  for (let r = 0; r < MR; r++) {
-    body.push(`const a${r} = p[${r === 0 ? 'pa' : `(pa + ${r}) | 0`}];`);
-    for (let j = 0; j < NR; j++) body.push(`c${r}_${j} += a${r} * b${j};`);
-  }
-  const store: string[] = [];
-  for (let r = 0; r < MR; r++) {
-    store.push(`q = cOff + ${r} * scm;`);
-    for (let j = 0; j < NR; j++) store.push(accumulate ? `c[q] += c${r}_${j}; q += scn;` : `c[q] = c${r}_${j}; q += scn;`);
-  }
-  return `const p = P;
-return function micro(pa, pb, kc, c, cOff, scm, scn) {
-  let ${acc.join(', ')};
-  for (let kk = 0; kk < kc; kk++) {
-    ${body.join('\n    ')}
-    pa = (pa + ${MR}) | 0;
-    pb = (pb + ${NR}) | 0;
-  }
-  let q = 0;
-  ${store.join('\n  ')}
-};`;
-}
-
-const makeMicro = (P: Float64Array, accumulate: boolean): Micro => new Function('P', microSource(accumulate))(P) as Micro;
 
 interface Engine {
   /** micro-kernels per output array type, so each store site stays monomorphic */
@@ -73,127 +36,178 @@ interface Engine {
   packA(o: MatmulOperands, i0: number, mc: number, k0: number, kc: number): void;
 }
 
-function makeEngine(): Engine {
-  const P = new Float64Array(SCRATCH);
-  const byType = new Map<unknown, { set: Micro; add: Micro }>();
-  return {
-    kernels(c) {
-      let k = byType.get(c.constructor);
-      if (!k) {
-        k = { set: makeMicro(P, false), add: makeMicro(P, true) };
-        byType.set(c.constructor, k);
-      }
-      return k;
-    },
-    edge: makeMicro(P, false),
-    tile: new Float64Array(MR * NR),
-
-    // B[k0:k0+kc, j0:j0+nc] -> panels of NR columns (panel-major, then k, then j), zero-padded
-    packB(o, k0, kc, j0, nc) {
-      const { b, sbk, sbn } = o;
-      let p = 0;
-      for (let jp = 0; jp < nc; jp += NR) {
-        const base = o.bOff + k0 * sbk + (j0 + jp) * sbn;
-        const w = Math.min(NR, nc - jp);
-        if (w === NR && sbk === 1) {
-          // B is a transposed view (x·Wᵀ): walk each column of B (a row of W) contiguously
-          for (let jj = 0; jj < NR; jj++) {
-            const col = base + jj * sbn;
-            for (let kk = 0; kk < kc; kk++) P[p + kk * NR + jj] = b[col + kk]!;
-          }
-          p += kc * NR;
-        } else if (w === NR) {
-          for (let kk = 0, row = base; kk < kc; kk++, row += sbk) {
-            for (let jj = 0, q = row; jj < NR; jj++, q += sbn) P[p++] = b[q]!;
-          }
-        } else {
-          for (let kk = 0, row = base; kk < kc; kk++, row += sbk) {
-            for (let jj = 0; jj < NR; jj++) P[p++] = jj < w ? b[row + jj * sbn]! : 0;
-          }
-        }
-      }
-    },
-
-    // A[i0:i0+mc, k0:k0+kc] -> slivers of MR rows (sliver-major, then k, then r), zero-padded
-    packA(o, i0, mc, k0, kc) {
-      const { a, sam, sak } = o;
-      let p = A_AT;
-      for (let ii = 0; ii < mc; ii += MR) {
-        const base = o.aOff + (i0 + ii) * sam + k0 * sak;
-        const h = Math.min(MR, mc - ii);
-        if (h === MR && sak === 1) {
-          // row-major A: walk each row contiguously
-          for (let r = 0; r < MR; r++) {
-            const row = base + r * sam;
-            for (let kk = 0; kk < kc; kk++) P[p + kk * MR + r] = a[row + kk]!;
-          }
-          p += kc * MR;
-        } else if (h === MR) {
-          for (let kk = 0, col = base; kk < kc; kk++, col += sak) {
-            for (let r = 0, q = col; r < MR; r++, q += sam) P[p++] = a[q]!;
-          }
-        } else {
-          for (let kk = 0, col = base; kk < kc; kk++, col += sak) {
-            for (let r = 0; r < MR; r++) P[p++] = r < h ? a[col + r * sam]! : 0;
-          }
-        }
-      }
-    },
-  };
-}
-
-let engine: Engine | null = null;
-
 /** Called once per finished block of C (rows i0..i0+mc, cols j0..j0+nc) while it is in cache. */
 export type BlockDone = (i0: number, mc: number, j0: number, nc: number) => void;
 
 /**
- * C = A·B for one (non-batched) problem with arbitrary strides. `onBlock` (compiled
- * programs' fused epilogues) runs on each block of C right after its last k step.
+ * Builds the matmul engine. Self-contained (no outside references) so that worker threads
+ * can rebuild it from this function's source text.
  */
-export function matmul2d(o: MatmulOperands, onBlock?: BlockDone): void {
-  const { c, m, n, k, scm, scn } = o;
-  if (m === 0 || n === 0) return;
-  if (k === 0) {
-    for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) c[o.cOff + i * scm + j * scn] = 0;
-    onBlock?.(0, m, 0, n);
-    return;
+export function createMatmul(): (o: MatmulOperands, onBlock?: BlockDone) => void {
+  const MR = 4;
+  const NR = 4;
+  const KC = 256;
+  const MC = 64;
+  const NC = 1024;
+  const A_AT = KC * NC; // A's block follows B's panels in the scratch array
+  const SCRATCH = A_AT + KC * MC;
+
+
+
+  function microSource(accumulate: boolean): string {
+    const acc: string[] = [];
+    for (let r = 0; r < MR; r++) for (let j = 0; j < NR; j++) acc.push(`c${r}_${j} = 0`);
+    const body: string[] = [];
+    for (let j = 0; j < NR; j++) body.push(`const b${j} = p[${j === 0 ? 'pb' : `(pb + ${j}) | 0`}];`);
+    for (let r = 0; r < MR; r++) {
+      body.push(`const a${r} = p[${r === 0 ? 'pa' : `(pa + ${r}) | 0`}];`);
+      for (let j = 0; j < NR; j++) body.push(`c${r}_${j} += a${r} * b${j};`);
+    }
+    const store: string[] = [];
+    for (let r = 0; r < MR; r++) {
+      store.push(`q = cOff + ${r} * scm;`);
+      for (let j = 0; j < NR; j++) store.push(accumulate ? `c[q] += c${r}_${j}; q += scn;` : `c[q] = c${r}_${j}; q += scn;`);
+    }
+    return `const p = P;
+  return function micro(pa, pb, kc, c, cOff, scm, scn) {
+    let ${acc.join(', ')};
+    for (let kk = 0; kk < kc; kk++) {
+      ${body.join('\n    ')}
+      pa = (pa + ${MR}) | 0;
+      pb = (pb + ${NR}) | 0;
+    }
+    let q = 0;
+    ${store.join('\n  ')}
+  };`;
   }
-  const E = (engine ??= makeEngine());
-  const K = E.kernels(c);
-  const tile = E.tile;
-  for (let j0 = 0; j0 < n; j0 += NC) {
-    const nc = Math.min(NC, n - j0);
-    for (let k0 = 0; k0 < k; k0 += KC) {
-      const kc = Math.min(KC, k - k0);
-      const first = k0 === 0;
-      const micro = first ? K.set : K.add;
-      E.packB(o, k0, kc, j0, nc);
-      for (let i0 = 0; i0 < m; i0 += MC) {
-        const mc = Math.min(MC, m - i0);
-        E.packA(o, i0, mc, k0, kc);
+
+  const makeMicro = (P: Float64Array, accumulate: boolean): Micro => new Function('P', microSource(accumulate))(P) as Micro;
+
+
+  function makeEngine(): Engine {
+    const P = new Float64Array(SCRATCH);
+    const byType = new Map<unknown, { set: Micro; add: Micro }>();
+    return {
+      kernels(c) {
+        let k = byType.get(c.constructor);
+        if (!k) {
+          k = { set: makeMicro(P, false), add: makeMicro(P, true) };
+          byType.set(c.constructor, k);
+        }
+        return k;
+      },
+      edge: makeMicro(P, false),
+      tile: new Float64Array(MR * NR),
+
+      // B[k0:k0+kc, j0:j0+nc] -> panels of NR columns (panel-major, then k, then j), zero-padded
+      packB(o, k0, kc, j0, nc) {
+        const { b, sbk, sbn } = o;
+        let p = 0;
         for (let jp = 0; jp < nc; jp += NR) {
-          const pb = (jp / NR) * kc * NR;
-          const cols = Math.min(NR, nc - jp);
-          for (let ii = 0; ii < mc; ii += MR) {
-            const pa = A_AT + (ii / MR) * kc * MR;
-            const rows = Math.min(MR, mc - ii);
-            const cOff = o.cOff + (i0 + ii) * scm + (j0 + jp) * scn;
-            if (rows === MR && cols === NR) {
-              micro(pa, pb, kc, c, cOff, scm, scn);
-            } else {
-              E.edge(pa, pb, kc, tile, 0, NR, 1);
-              for (let r = 0; r < rows; r++) {
-                for (let j = 0; j < cols; j++) {
-                  const q = cOff + r * scm + j * scn;
-                  c[q] = first ? tile[r * NR + j]! : c[q]! + tile[r * NR + j]!;
+          const base = o.bOff + k0 * sbk + (j0 + jp) * sbn;
+          const w = Math.min(NR, nc - jp);
+          if (w === NR && sbk === 1) {
+            // B is a transposed view (x·Wᵀ): walk each column of B (a row of W) contiguously
+            for (let jj = 0; jj < NR; jj++) {
+              const col = base + jj * sbn;
+              for (let kk = 0; kk < kc; kk++) P[p + kk * NR + jj] = b[col + kk]!;
+            }
+            p += kc * NR;
+          } else if (w === NR) {
+            for (let kk = 0, row = base; kk < kc; kk++, row += sbk) {
+              for (let jj = 0, q = row; jj < NR; jj++, q += sbn) P[p++] = b[q]!;
+            }
+          } else {
+            for (let kk = 0, row = base; kk < kc; kk++, row += sbk) {
+              for (let jj = 0; jj < NR; jj++) P[p++] = jj < w ? b[row + jj * sbn]! : 0;
+            }
+          }
+        }
+      },
+
+      // A[i0:i0+mc, k0:k0+kc] -> slivers of MR rows (sliver-major, then k, then r), zero-padded
+      packA(o, i0, mc, k0, kc) {
+        const { a, sam, sak } = o;
+        let p = A_AT;
+        for (let ii = 0; ii < mc; ii += MR) {
+          const base = o.aOff + (i0 + ii) * sam + k0 * sak;
+          const h = Math.min(MR, mc - ii);
+          if (h === MR && sak === 1) {
+            // row-major A: walk each row contiguously
+            for (let r = 0; r < MR; r++) {
+              const row = base + r * sam;
+              for (let kk = 0; kk < kc; kk++) P[p + kk * MR + r] = a[row + kk]!;
+            }
+            p += kc * MR;
+          } else if (h === MR) {
+            for (let kk = 0, col = base; kk < kc; kk++, col += sak) {
+              for (let r = 0, q = col; r < MR; r++, q += sam) P[p++] = a[q]!;
+            }
+          } else {
+            for (let kk = 0, col = base; kk < kc; kk++, col += sak) {
+              for (let r = 0; r < MR; r++) P[p++] = r < h ? a[col + r * sam]! : 0;
+            }
+          }
+        }
+      },
+    };
+  }
+
+  let engine: Engine | null = null;
+
+
+  /**
+   * C = A·B for one (non-batched) problem with arbitrary strides. `onBlock` (compiled
+   * programs' fused epilogues) runs on each block of C right after its last k step.
+   */
+  function matmul2d(o: MatmulOperands, onBlock?: BlockDone): void {
+    const { c, m, n, k, scm, scn } = o;
+    if (m === 0 || n === 0) return;
+    if (k === 0) {
+      for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) c[o.cOff + i * scm + j * scn] = 0;
+      onBlock?.(0, m, 0, n);
+      return;
+    }
+    const E = (engine ??= makeEngine());
+    const K = E.kernels(c);
+    const tile = E.tile;
+    for (let j0 = 0; j0 < n; j0 += NC) {
+      const nc = Math.min(NC, n - j0);
+      for (let k0 = 0; k0 < k; k0 += KC) {
+        const kc = Math.min(KC, k - k0);
+        const first = k0 === 0;
+        const micro = first ? K.set : K.add;
+        E.packB(o, k0, kc, j0, nc);
+        for (let i0 = 0; i0 < m; i0 += MC) {
+          const mc = Math.min(MC, m - i0);
+          E.packA(o, i0, mc, k0, kc);
+          for (let jp = 0; jp < nc; jp += NR) {
+            const pb = (jp / NR) * kc * NR;
+            const cols = Math.min(NR, nc - jp);
+            for (let ii = 0; ii < mc; ii += MR) {
+              const pa = A_AT + (ii / MR) * kc * MR;
+              const rows = Math.min(MR, mc - ii);
+              const cOff = o.cOff + (i0 + ii) * scm + (j0 + jp) * scn;
+              if (rows === MR && cols === NR) {
+                micro(pa, pb, kc, c, cOff, scm, scn);
+              } else {
+                E.edge(pa, pb, kc, tile, 0, NR, 1);
+                for (let r = 0; r < rows; r++) {
+                  for (let j = 0; j < cols; j++) {
+                    const q = cOff + r * scm + j * scn;
+                    c[q] = first ? tile[r * NR + j]! : c[q]! + tile[r * NR + j]!;
+                  }
                 }
               }
             }
           }
+          if (onBlock && k0 + kc >= k) onBlock(i0, mc, j0, nc);
         }
-        if (onBlock && k0 + kc >= k) onBlock(i0, mc, j0, nc);
       }
     }
   }
+  return matmul2d;
 }
+
+/** C = A·B for one (non-batched) problem with arbitrary strides; see createMatmul. */
+export const matmul2d = createMatmul();

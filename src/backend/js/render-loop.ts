@@ -9,7 +9,22 @@ import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { matmul2d } from './matmul.js';
 
-export type LoopFn = (bufs: readonly TypedArray[]) => void;
+/** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
+export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;
+
+/** Length of the loop a kernel splits across threads. */
+export function kernelExtent(k: LoopKernel): number {
+  if (k.kind === 'pointwise') return k.shape[0] ?? 1;
+  if (k.kind === 'row') return k.outer[0] ?? 1;
+  return k.batch[0] ?? k.m;
+}
+
+/** Rough work of a kernel (elements or multiply-adds), to decide whether threads pay off. */
+export function kernelWork(k: LoopKernel): number {
+  if (k.kind === 'pointwise') return k.shape.reduce((a, b) => a * b, 1);
+  if (k.kind === 'row') return [...k.outer, ...k.inner].reduce((a, b) => a * b, 1) * Math.max(1, k.reductions.length);
+  return k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
+}
 
 const affKey = (a: Affine) => `${a.c.join(',')}+${a.o}`;
 
@@ -74,11 +89,13 @@ function affinesOf(stmts: readonly Stmt[], stores: readonly Store[]): Affine[] {
  * Nested loops over `vars` (sizes given), keeping a running pointer per affine. Pointers start
  * from `start(a)` (an outer pointer or a constant) and advance by the affine's coefficient.
  */
-function nest(em: Emitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void): void {
+function nest(em: Emitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, ranged = false): void {
   const names = affs.map(() => em.fresh('p'));
-  affs.forEach((a, i) => em.emit(`let ${names[i]}_0 = ${start(a)};`));
+  // a ranged nest runs its outermost loop over [lo, hi) only (one thread's share)
+  const first = ranged && vars.length > 0 ? vars[0]! : -1;
+  affs.forEach((a, i) => em.emit(`let ${names[i]}_0 = ${start(a)}${first >= 0 && a.c[first] !== 0 ? ` + ${a.c[first]} * lo` : ''};`));
   vars.forEach((v, L) => {
-    em.emit(`for (let v${v} = 0; v${v} < ${sizes[L]}; v${v}++) {`);
+    em.emit(L === 0 && first >= 0 ? `for (let v${v} = lo; v${v} < hi; v${v}++) {` : `for (let v${v} = 0; v${v} < ${sizes[L]}; v${v}++) {`);
     affs.forEach((_, i) => em.emit(`let ${names[i]}_${L + 1} = ${names[i]}_${L};`));
   });
   affs.forEach((a, i) => em.setPtr(a, `${names[i]}_${vars.length}`));
@@ -117,7 +134,7 @@ function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emit
   nest(em, vars, k.shape, affinesOf(k.body, k.stores), (a) => String(a.o), () => {
     stmts(em, k.body);
     stores(em, k.stores);
-  });
+  }, true);
 }
 
 function renderRow(k: RowKernel, em: Emitter): void {
@@ -152,7 +169,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
         stores(em, k.rowStores);
       });
     }
-  });
+  }, true);
 }
 
 /**
@@ -177,17 +194,21 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
     { a: rawAt, name: 'rB' },
     ...epiAffs.map((a, i) => ({ a, name: `eB${i}` })),
   ];
-  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${b.a.o};`));
+  // one thread's share: a range of the first batch dim, or of the rows when there is no batch
+  const splitBatch = nb > 0;
+  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${b.a.o}${splitBatch && b.a.c[0] !== 0 ? ` + ${b.a.c[0]} * lo` : ''};`));
   k.batch.forEach((size, L) => {
-    em.emit(`for (let v${L} = 0; v${L} < ${size}; v${L}++) {`);
+    em.emit(L === 0 ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${size}; v${L}++) {`);
     bases.forEach((b) => em.emit(`let ${b.name}_${L + 1} = ${b.name}_${L};`));
   });
   const at = (name: string) => `${name}_${nb}`;
   em.emit(`const rOff = ${at('rB')};`);
   epiAffs.forEach((_, i) => em.emit(`const eOff${i} = ${at(`eB${i}`)};`));
-  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')}, sam: ${k.a.sRow}, sak: ${k.a.sCol}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${k.b.sRow}, sbn: ${k.b.sCol}, c: ${rawName}, cOff: rOff, scm: ${rawAt.c[iVar]}, scn: ${rawAt.c[jVar]}, m: ${k.m}, n: ${k.n}, k: ${k.k} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
+  const r0 = splitBatch ? '0' : 'lo';
+  const rows = splitBatch ? String(k.m) : '(hi - lo)';
+  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${k.a.sRow}, sam: ${k.a.sRow}, sak: ${k.a.sCol}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${k.b.sRow}, sbn: ${k.b.sCol}, c: ${rawName}, cOff: rOff + ${r0} * ${rawAt.c[iVar]}, scm: ${rawAt.c[iVar]}, scn: ${rawAt.c[jVar]}, m: ${rows}, n: ${k.n}, k: ${k.k} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
   if (k.body.length || epiStores.length) {
-    em.emit('for (let i = i0; i < i0 + mc; i++) {');
+    em.emit(`for (let i = ${r0} + i0; i < ${r0} + i0 + mc; i++) {`);
     em.emit(`let pr = rOff + ${rawAt.c[iVar]} * i + ${rawAt.c[jVar]} * j0;`);
     epiAffs.forEach((a, idx) => {
       em.emit(`let pe${idx} = eOff${idx} + ${a.c[iVar]} * i + ${a.c[jVar]} * j0;`);
@@ -221,7 +242,7 @@ export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
   if (k.kind === 'pointwise') renderPointwise(k, em);
   else if (k.kind === 'row') renderRow(k, em);
   else renderMatmul(k, em, prelude);
-  const params = Array.from({ length: nBuffers }, (_, i) => `b${i}`);
+  const params = [...Array.from({ length: nBuffers }, (_, i) => `b${i}`), 'lo', 'hi'];
   const fn = `function ${k.name}(${params.join(', ')}) {\n  ${em.lines.join('\n  ')}\n}`;
   return prelude.length ? `(() => {\n  ${prelude.join('\n  ')}\n  return ${fn};\n})()` : fn;
 }
@@ -233,8 +254,8 @@ export function compileKernel(k: LoopKernel, nBuffers: number): { fn: LoopFn; so
   const source = renderKernelSource(k, nBuffers);
   let fn = cache.get(source);
   if (!fn) {
-    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d) as (...b: TypedArray[]) => void;
-    fn = (bufs) => inner(...bufs);
+    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d) as (...b: (TypedArray | number)[]) => void;
+    fn = (bufs, lo, hi) => inner(...bufs, lo, hi);
     cache.set(source, fn);
   }
   return { fn, source };
