@@ -123,7 +123,8 @@ export function checkGuards(guards: readonly Guard[], args: readonly unknown[]):
 /** Parameter names of a function, for readable guard and recompile messages. */
 export function paramNames(fn: (...a: never[]) => unknown): string[] {
   const src = Function.prototype.toString.call(fn);
-  const m = /^[^(]*\(([^)]*)\)/.exec(src) ?? /^\s*(?:async\s*)?([A-Za-z_$][\w$]*)\s*=>/.exec(src);
+  // `x => ...` first: otherwise the first parenthesis may belong to the body
+  const m = /^\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(src) ?? /^[^(]*\(([^)]*)\)/.exec(src);
   if (!m) return [];
   return m[1]!.split(',').map((p) => p.trim().replace(/[=:].*$/, '').replace(/^\.\.\./, '').trim()).filter((p) => /^[A-Za-z_$][\w$]*$/.test(p));
 }
