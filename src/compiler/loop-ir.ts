@@ -45,6 +45,14 @@ export interface Reduction {
   readonly body: Stmt[];
   value: LExpr;
   readonly node: number;
+  /**
+   * Computed in the same loop as the reduction before it, in one pass:
+   *  - 'softmax': this is sum(exp(v - g(max))) over the values v the previous max reduces;
+   *    `shift` is g, an expression of that max (online softmax: rescale when the max grows);
+   *  - 'welford': this is sum((v - sum/n)^2) over the values v the previous sum reduces
+   *    (Welford's running mean and squared deviations).
+   */
+  online?: { readonly kind: 'softmax'; readonly shift: LExpr } | { readonly kind: 'welford'; readonly n: number };
 }
 
 export interface PointwiseKernel {
@@ -135,6 +143,10 @@ export function printKernel(k: LoopKernel): string {
     const names = [...k.outer.map((_, d) => `o${d}`), ...k.inner.map((_, d) => `r${d}`)];
     L.push(`kernel ${k.name}: row reduction, outer [${k.outer.join(', ')}] x inner [${k.inner.join(', ')}]`);
     for (const r of k.reductions) {
+      if (r.online) {
+        L.push(`  r${r.id} = ${r.online.kind === 'softmax' ? `sum of exp(v - ${fmtExpr(r.online.shift, names)}) with the max above, online (same pass)` : 'sum of squared deviations from the mean, Welford (same pass)'}   (%${r.node})`);
+        continue;
+      }
       L.push(`  r${r.id} = ${r.op} over inner of:   (%${r.node})`);
       L.push(...fmtStmts(r.body, names, '    '), `    ${fmtExpr(r.value, names)}`);
     }

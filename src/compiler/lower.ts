@@ -511,7 +511,9 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
       const undo = snapshot(current!);
       try {
         build();
-        decisions.push({ decision: 'fused', nodes: [n.id], reason: `${n.op} joins row kernel ${current!.kernel.name} (same input shape and dims)` });
+        const k = current!.kernel as RowKernel;
+        const online = detectOnline(k, k.inner.reduce((x, y) => x * y, 1));
+        decisions.push({ decision: 'fused', nodes: [n.id], reason: `${n.op} joins row kernel ${k.name} (same input shape and dims)${online ? `, in the same pass as the reduction before it (${online} formulation)` : ''}` });
         producedAt.set(n.id, current!.ctx.seq);
         return;
       } catch (e) {
@@ -675,6 +677,58 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     while (VIEWS.has(nodes[r]!.op)) r = nodes[r]!.inputs[0]!;
     return r;
   }
+}
+
+/** Expands temporaries into whole expression trees (for structural comparison). */
+function expand(e: LExpr, defs: ReadonlyMap<number, LExpr>): LExpr {
+  if (e.k === 'tmp') {
+    const d = defs.get(e.id);
+    return d ? expand(d, defs) : e;
+  }
+  if (e.k === 'op') return { ...e, a: e.a.map((x) => expand(x, defs)) };
+  if (e.k === 'cast') return { ...e, a: expand(e.a, defs) };
+  return e;
+}
+
+const exprText = (e: LExpr): string => JSON.stringify(e);
+
+function usesRed(e: LExpr, id: number): boolean {
+  if (e.k === 'red') return e.id === id;
+  if (e.k === 'op') return e.a.some((x) => usesRed(x, id));
+  if (e.k === 'cast') return usesRed(e.a, id);
+  return false;
+}
+
+/**
+ * Marks the last reduction of a row kernel as computed in the same pass as the one before
+ * it when it is softmax's normalizer (sum of exp(v - max)) or a variance (sum of squared
+ * deviations from sum/n) over the same values. Returns the formulation, or null.
+ */
+function detectOnline(k: RowKernel, n: number): string | null {
+  const r2 = k.reductions[k.reductions.length - 1]!;
+  const r1 = k.reductions[k.reductions.length - 2];
+  if (!r1 || r1.online || r2.op !== 'sum') return null;
+  const d1 = new Map(r1.body.map((x) => [x.id, x.e]));
+  const d2 = new Map(r2.body.map((x) => [x.id, x.e]));
+  const v = exprText(expand(r1.value, d1));
+  const e = expand(r2.value, d2);
+  if (r1.op === 'max' && e.k === 'op' && e.op === 'exp' && e.a[0]!.k === 'op' && e.a[0]!.op === 'sub') {
+    const [a, g] = e.a[0]!.a as [LExpr, LExpr];
+    if (exprText(a) === v && !usesRed(a, r1.id) && usesRed(g, r1.id)) {
+      r2.online = { kind: 'softmax', shift: g };
+      return 'online softmax';
+    }
+  }
+  if (r1.op === 'sum' && e.k === 'op' && e.op === 'mul' && exprText(e.a[0]!) === exprText(e.a[1]!) && e.a[0]!.k === 'op' && e.a[0]!.op === 'sub') {
+    const [a, mean] = e.a[0]!.a as [LExpr, LExpr];
+    const isMean = mean.k === 'op' && mean.a[0]!.k === 'red' && mean.a[0]!.id === r1.id && mean.a[1]!.k === 'const' &&
+      ((mean.op === 'mul' && Math.abs(mean.a[1]!.v * n - 1) < 1e-12) || (mean.op === 'div' && mean.a[1]!.v === n));
+    if (exprText(a) === v && !usesRed(a, r1.id) && isMean) {
+      r2.online = { kind: 'welford', n };
+      return 'Welford';
+    }
+  }
+  return null;
 }
 
 /** Every load in a kernel with its index. */

@@ -2,7 +2,7 @@
 // shapes and strides as constants, a running pointer per distinct index expression (no
 // index multiplication in inner loops) and no per-element function calls.
 
-import type { Affine, LExpr, LoopKernel, MatmulKernel, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
+import type { Affine, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
 import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
@@ -62,7 +62,7 @@ function expr(e: LExpr, em: Emitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
     case 'const': return Number.isFinite(e.v) ? `(${e.v})` : e.v > 0 ? 'Infinity' : e.v < 0 ? '-Infinity' : 'NaN';
-    case 'tmp': return `t${e.id}`;
+    case 'tmp': return (e as { name?: string }).name ?? `t${e.id}`;
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';
     case 'cast': return renderCast(expr(e.a, em), e.dtype);
@@ -150,7 +150,13 @@ function renderRow(k: RowKernel, em: Emitter): void {
   nest(em, outerVars, k.outer, allAffs, (a) => String(a.o), () => {
     const outerPtr = new Map(allAffs.map((a) => [affKey(a), em.ptr(a)]));
     const fromOuter = (a: Affine) => outerPtr.get(affKey(a))!;
-    for (const r of k.reductions) {
+    k.reductions.forEach((r, ri) => {
+      const next = k.reductions[ri + 1];
+      if (next?.online) {
+        renderOnlinePair(em, r, next, innerVars, k.inner, fromOuter);
+        return;
+      }
+      if (r.online) return; // rendered with the reduction before it
       const acc = `r${r.id}a`;
       em.emit(`let ${acc} = ${INIT[r.op]};${r.op === 'argmax' || r.op === 'argmin' ? ` let ${acc}_i = 0, ${acc}_n = 0;` : ''}`);
       const affs = affinesOf(r.body, []);
@@ -159,7 +165,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
         em.emit(accumulate(r.op, acc, expr(r.value, em)));
       });
       em.emit(`const r${r.id} = ${r.op === 'argmax' || r.op === 'argmin' ? `${acc}_i` : acc};`);
-    }
+    });
     allAffs.forEach((a) => em.setPtr(a, fromOuter(a)));
     stmts(em, k.outerBody);
     stores(em, k.outerStores);
@@ -170,6 +176,38 @@ function renderRow(k: RowKernel, em: Emitter): void {
       });
     }
   }, true);
+}
+
+/** Two reductions in one pass: online softmax (max and rescaled sum) or Welford (sum and M2). */
+function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly number[], fromOuter: (a: Affine) => string): void {
+  const on = r2.online!;
+  if (on.kind === 'softmax') {
+    const g = (name: string) => expr(substituteRed(on.shift, r1.id, name), em);
+    const expOf = (x: string) => (r2.value.k === 'op' && r2.value.dtype === 'float32' ? `fastExp(${x})` : `Math.exp(${x})`);
+    em.emit(`let om${r1.id} = -Infinity, os${r2.id} = 0;`);
+    nest(em, innerVars, inner, affinesOf(r1.body, []), fromOuter, () => {
+      stmts(em, r1.body);
+      em.emit(`const v = ${expr(r1.value, em)};`);
+      em.emit(`if (v > om${r1.id} || (v !== v && om${r1.id} === om${r1.id})) { if (os${r2.id} !== 0) os${r2.id} *= ${expOf(`${g(`om${r1.id}`)} - ${g('v')}`)}; om${r1.id} = v; }`);
+      em.emit(`os${r2.id} += ${expOf(`v - ${g(`om${r1.id}`)}`)};`);
+    });
+    em.emit(`const r${r1.id} = om${r1.id}, r${r2.id} = os${r2.id};`);
+  } else {
+    em.emit(`let wc${r1.id} = 0, wm${r1.id} = 0, w2${r2.id} = 0;`);
+    nest(em, innerVars, inner, affinesOf(r1.body, []), fromOuter, () => {
+      stmts(em, r1.body);
+      em.emit(`const v = ${expr(r1.value, em)};`);
+      em.emit(`wc${r1.id}++; const d = v - wm${r1.id}; wm${r1.id} += d / wc${r1.id}; w2${r2.id} += d * (v - wm${r1.id});`);
+    });
+    em.emit(`const r${r1.id} = wm${r1.id} * ${on.n}, r${r2.id} = w2${r2.id};`);
+  }
+}
+
+function substituteRed(e: LExpr, id: number, name: string): LExpr {
+  if (e.k === 'red' && e.id === id) return { k: 'tmp', id: -1, name } as unknown as LExpr;
+  if (e.k === 'op') return { ...e, a: e.a.map((x) => substituteRed(x, id, name)) };
+  if (e.k === 'cast') return { ...e, a: substituteRed(e.a, id, name) };
+  return e;
 }
 
 /**
