@@ -167,3 +167,22 @@ test('mode reduce-overhead and backend eager compute the same values', () => {
     for (let i = 0; i < 3; i++) assert.ok(maxRelDiff(f(x) as kiln.Tensor, want) < 1e-6, JSON.stringify(opts));
   }
 });
+
+test('reduce-overhead recycles the buffers of disposed outputs (no allocation per call)', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { mode: 'reduce-overhead' });
+  const x = kiln.randn([4096]);
+  const first = f(x) as kiln.Tensor;
+  const buf = first.storage.buf;
+  const want = first.dataSync();
+  first.dispose();
+  const second = f(x) as kiln.Tensor;
+  assert.equal(second.storage.buf, buf, 'the disposed output buffer was reused');
+  assert.deepEqual(second.dataSync(), want);
+  const third = f(x) as kiln.Tensor; // second is still alive: a fresh buffer
+  assert.notEqual(third.storage.buf, buf);
+  const g = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1));
+  const a = g(x) as kiln.Tensor, ab = a.storage.buf;
+  a.dispose();
+  assert.notEqual((g(x) as kiln.Tensor).storage.buf, ab, 'default mode allocates fresh outputs');
+});

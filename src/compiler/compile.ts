@@ -317,7 +317,8 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const lowered = lower(graph);
       dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
       report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
-      const p = new FusedProgram(lowered, runtime.backend);
+      // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
+      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead' });
       log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source(renderKernelSource)}`);
       debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), 'output_code.js': p.source(renderKernelSource) });

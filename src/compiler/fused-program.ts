@@ -86,10 +86,15 @@ export class FusedProgram {
   /** inputs the program writes (in-place updates): their storage version moves, as in eager */
   private readonly writtenInputs: number[];
 
+  /** reduce-overhead: output buffers whose tensors were disposed, ready for the next call */
+  private readonly outputPool: Map<number, BackendBuffer[]> | null;
+
   constructor(
     readonly lowered: Lowered,
     readonly backend: Backend,
+    opts: { reuseOutputs?: boolean } = {},
   ) {
+    this.outputPool = opts.reuseOutputs ? new Map() : null;
     this.plan = planMemory(lowered);
     this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size, 'shared'));
     for (const b of lowered.buffers) {
@@ -131,9 +136,14 @@ export class FusedProgram {
     for (const b of l.buffers) {
       if (b.kind !== 'scratch') continue;
       if (outputBufs.has(b.id) || this.plan.slotOf[b.id] === -1) {
-        const buf = this.backend.alloc(b.dtype, b.size, 'shared');
+        const pooled = this.outputPool?.get(b.id)?.pop();
+        const buf = pooled ?? this.backend.alloc(b.dtype, b.size, 'shared');
         bufs[b.id] = buf;
-        if (outputBufs.has(b.id)) storages.set(b.id, new Storage(this.backend, buf));
+        if (outputBufs.has(b.id)) {
+          const st = new Storage(this.backend, buf);
+          if (this.outputPool) st.recycle = (x) => recycleInto(this.outputPool!, b.id, x);
+          storages.set(b.id, st);
+        }
       } else bufs[b.id] = this.scratch[this.plan.slotOf[b.id]!]!;
     }
     const args = { kind: 'loop' as const, buffers: bufs };
@@ -167,6 +177,12 @@ export class FusedProgram {
   source(render: (k: LoopKernel, n: number) => string): string {
     return this.kernels.map((k) => render(k, this.lowered.buffers.length)).join('\n\n');
   }
+}
+
+function recycleInto(pool: Map<number, BackendBuffer[]>, id: number, buf: BackendBuffer): void {
+  let list = pool.get(id);
+  if (!list) pool.set(id, (list = []));
+  if (list.length < 4) list.push(buf);
 }
 
 function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {

@@ -11,6 +11,8 @@ export class Storage {
   readonly bytes: number;
   /** bumped by every in-place write, so autograd can tell a saved tensor was overwritten */
   version = 0;
+  /** where the buffer goes when the last tensor lets go (a compiled program's output pool) */
+  recycle?: (buf: BackendBuffer) => void;
   constructor(
     readonly backend: Backend,
     readonly buf: BackendBuffer,
@@ -42,7 +44,8 @@ export class Storage {
 
   release(): void {
     if (--this.refs === 0) {
-      if (this.owned) this.backend.free(this.buf);
+      if (this.recycle) this.recycle(this.buf);
+      else if (this.owned) this.backend.free(this.buf);
       memoryStats.liveStorages--;
       memoryStats.liveBytes -= this.bytes;
     }
