@@ -186,3 +186,17 @@ test('reduce-overhead recycles the buffers of disposed outputs (no allocation pe
   a.dispose();
   assert.notEqual((g(x) as kiln.Tensor).storage.buf, ab, 'default mode allocates fresh outputs');
 });
+
+test('max-autotune times matmul blockings on the real shapes, records the choice, and stays correct', () => {
+  kiln.compiler.reset();
+  kiln.manualSeed(2);
+  const w = kiln.randn([96, 64]), b = kiln.randn([96]);
+  const fn = (x: kiln.Tensor) => kiln.linear(x, w, b).relu();
+  const f = kiln.compile(fn, { mode: 'max-autotune' });
+  const x = kiln.randn([200, 64]);
+  assert.ok(maxRelDiff(f(x) as kiln.Tensor, fn(x)) < 1e-5);
+  assert.ok(maxRelDiff(f(x) as kiln.Tensor, fn(x)) < 1e-5);
+  const g = f.compiled.report!.graphs[0]!;
+  assert.match(g.fusion!, /autotuned .*k\d+_matmul \[200x64\]@\[64x96\]: kc=\d+ mc=\d+ nc=\d+ \(.*ms/);
+  assert.match(g.program!, /tiles kc=\d+ mc=\d+ nc=\d+ \(autotuned\)/);
+});

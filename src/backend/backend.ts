@@ -26,4 +26,6 @@ export interface Backend {
   read(buf: BackendBuffer): Promise<TypedArray>;
   prepare(spec: KernelSpec): PreparedKernel;
   launch(kernel: PreparedKernel, args: KernelArgs): void;
+  /** The code a kernel spec becomes on this backend, for logs and debug dumps (optional). */
+  describe?(spec: KernelSpec): string;
 }

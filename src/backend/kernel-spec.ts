@@ -56,4 +56,5 @@ export type KernelArgs =
   | { readonly kind: 'im2col' | 'col2im'; readonly image: ViewArg; readonly cols: ViewArg; readonly geom: WindowGeometry }
   | { readonly kind: 'cumsum'; readonly input: ViewArg; readonly out: ViewArg; readonly outer: number; readonly len: number; readonly inner: number }
   | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number }
-  | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[] };
+  /** `range`: run only [lo, hi) of the kernel's split loop, on this thread (autotuning) */
+  | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[]; readonly range?: readonly [number, number] };

@@ -10,7 +10,6 @@ import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
 import { lower, dropDeadStores, type FusionDecision } from './lower.js';
-import { renderKernelSource } from '../backend/js/render-loop.js';
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
@@ -318,10 +317,10 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
       report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
       // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
-      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead' });
+      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' });
       log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
-      log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source(renderKernelSource)}`);
-      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), 'output_code.js': p.source(renderKernelSource) });
+      log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
+      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), 'output_code.js': p.source() });
       return p;
     } catch (e) {
       log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${(e as Error).message}`);

@@ -9,7 +9,15 @@ import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
 import { runtime } from '../ops/dispatch.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
-import { kernelLoads, kernelStores, printKernel, type LoopKernel } from './loop-ir.js';
+import { kernelLoads, kernelStores, printKernel, type LoopKernel, type MatmulKernel } from './loop-ir.js';
+
+/** The cache blockings max-autotune tries on each matmul (the first is the default). */
+const MATMUL_TILE_CANDIDATES = [
+  { kc: 256, mc: 64, nc: 1024 },
+  { kc: 128, mc: 64, nc: 512 },
+  { kc: 512, mc: 32, nc: 1024 },
+  { kc: 256, mc: 128, nc: 256 },
+] as const;
 import type { BufferView, Lowered, Step } from './lower.js';
 
 interface PlannedStep {
@@ -92,9 +100,10 @@ export class FusedProgram {
   constructor(
     readonly lowered: Lowered,
     readonly backend: Backend,
-    opts: { reuseOutputs?: boolean } = {},
+    opts: { reuseOutputs?: boolean; autotune?: boolean } = {},
   ) {
     this.outputPool = opts.reuseOutputs ? new Map() : null;
+    if (opts.autotune) autotune(lowered, backend);
     this.plan = planMemory(lowered);
     this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size, 'shared'));
     for (const b of lowered.buffers) {
@@ -173,9 +182,56 @@ export class FusedProgram {
     return lines.join('\n');
   }
 
-  /** Generated source of every kernel (KILN_LOGS=output_code). */
-  source(render: (k: LoopKernel, n: number) => string): string {
-    return this.kernels.map((k) => render(k, this.lowered.buffers.length)).join('\n\n');
+  /** Generated source of every kernel, where the backend can show it (KILN_LOGS=output_code). */
+  source(): string {
+    const n = this.lowered.buffers.length;
+    return this.kernels.map((k) => this.backend.describe?.({ kind: 'loop', kernel: k, nBuffers: n }) ?? printKernel(k)).join('\n\n');
+  }
+}
+
+/** Rows (or batches) of a matmul kernel to time so one trial costs ~10 ms. */
+function trialExtent(k: MatmulKernel): number {
+  const perUnit = kernelWorkPerUnit(k);
+  return Math.max(1, Math.min(kernelExtentOf(k), Math.ceil(2e7 / perUnit)));
+}
+const kernelExtentOf = (k: MatmulKernel) => k.batch[0] ?? k.m;
+const kernelWorkPerUnit = (k: MatmulKernel) => (k.batch.length ? k.batch.slice(1).reduce((a, b) => a * b, 1) * k.m : 1) * k.n * k.k;
+
+/**
+ * max-autotune: times each matmul kernel's cache blockings on the real shapes (a slice of its
+ * rows, random data in scratch buffers), keeps the fastest, and records the choice.
+ */
+function autotune(l: Lowered, backend: Backend): void {
+  for (const s of l.steps) {
+    if (s.kind !== 'kernel' || s.kernel.kind !== 'matmul') continue;
+    const k = s.kernel;
+    const bufs = l.buffers.map((b) => {
+      const buf = backend.alloc(b.dtype, Math.max(1, b.size));
+      const data = new Float64Array(Math.max(1, b.size)).map(() => Math.random() - 0.5);
+      backend.write(buf, b.dtype === 'float64' ? data : b.dtype === 'float32' ? Float32Array.from(data) : new (b.dtype === 'int32' ? Int32Array : Uint8Array)(data.length));
+      return buf;
+    });
+    const hi = trialExtent(k);
+    const results = MATMUL_TILE_CANDIDATES.map((tiles) => {
+      const variant = { ...k, tiles };
+      const prepared = backend.prepare({ kind: 'loop', kernel: variant, nBuffers: l.buffers.length });
+      const args = { kind: 'loop' as const, buffers: bufs, range: [0, hi] as const };
+      backend.launch(prepared, args);
+      const times: number[] = [];
+      for (let r = 0; r < 3; r++) {
+        const t0 = performance.now();
+        backend.launch(prepared, args);
+        times.push(performance.now() - t0);
+      }
+      return { tiles, ms: times.sort((a, b) => a - b)[1]! };
+    });
+    const best = results.reduce((a, b) => (b.ms < a.ms ? b : a));
+    k.tiles = best.tiles;
+    l.decisions.push({
+      decision: 'autotuned', nodes: [],
+      reason: `${k.name} [${k.m}x${k.k}]@[${k.k}x${k.n}]: kc=${best.tiles.kc} mc=${best.tiles.mc} nc=${best.tiles.nc} (${results.map((r) => `${r.tiles.kc}/${r.tiles.mc}/${r.tiles.nc}: ${r.ms.toFixed(2)} ms`).join(', ')}; ${hi} rows timed)`,
+    });
+    bufs.forEach((b) => backend.free(b));
   }
 }
 

@@ -100,6 +100,8 @@ export interface MatmulKernel {
   readonly b: MatmulOperand;
   readonly body: Stmt[];
   readonly stores: Store[];
+  /** cache blocking chosen by max-autotune (default blocking when absent) */
+  tiles?: { readonly kc: number; readonly mc: number; readonly nc: number };
 }
 
 export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel;
@@ -155,7 +157,7 @@ export function printKernel(k: LoopKernel): string {
   } else {
     const names = [...k.batch.map((_, d) => `b${d}`), 'i', 'j'];
     L.push(`kernel ${k.name}: matmul [${k.batch.join(', ')}${k.batch.length ? ', ' : ''}${k.m}x${k.k}] @ [${k.k}x${k.n}] ${k.dtype}`);
-    L.push(`  A = buf${k.a.buf}, B = buf${k.b.buf}`);
+    L.push(`  A = buf${k.a.buf}, B = buf${k.b.buf}${k.tiles ? `; tiles kc=${k.tiles.kc} mc=${k.tiles.mc} nc=${k.tiles.nc} (autotuned)` : ''}`);
     L.push('  epilogue:', ...fmtStmts(k.body, names, '    '), ...fmtStores(k.stores, names, '    '));
   }
   return L.join('\n');

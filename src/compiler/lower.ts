@@ -55,7 +55,7 @@ export type Step =
   | { readonly kind: 'opaque'; readonly node: GraphNode; readonly inputs: readonly BufferView[]; readonly out: BufferView };
 
 export interface FusionDecision {
-  readonly decision: 'fused' | 'materialized' | 'opaque' | 'inlined';
+  readonly decision: 'fused' | 'materialized' | 'opaque' | 'inlined' | 'autotuned';
   readonly nodes: readonly number[];
   readonly reason: string;
 }
@@ -209,7 +209,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   };
   for (const n of nodes) {
     if (n.op === 'input') {
-      inputBuffers.push(newBuffer(n, 'input', 0));
+      inputBuffers.push(newBuffer(n, 'input', span(n.meta)));
       layoutOf.set(n.id, { strides: n.meta.strides, offset: n.meta.offset });
     } else if (n.op === 'constant') {
       newBuffer(n, 'constant', numel(n.meta.shape), (n.attrs as { data: TypedArray }).data);
@@ -747,6 +747,14 @@ function loadsOf(k: LoopKernel): { buf: number; at: Affine }[] {
     [...k.outerStores, ...k.rowStores].forEach((x) => visit(x.value));
   } else (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
   return out;
+}
+
+/** Elements a strided tensor reaches in its buffer (offset included). */
+function span(m: { shape: readonly number[]; strides: readonly number[]; offset: number }): number {
+  if (m.shape.some((s) => s === 0)) return 0;
+  let last = m.offset;
+  m.shape.forEach((s, d) => (last += (s - 1) * Math.abs(m.strides[d]!)));
+  return last + 1;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {

@@ -69,6 +69,10 @@ export class JsBackend implements Backend {
   launch(kernel: PreparedKernel, args: KernelArgs): void {
     (kernel as JsKernel).run(args);
   }
+
+  describe(spec: KernelSpec): string {
+    return spec.kind === 'loop' ? renderKernelSource(spec.kernel, spec.nBuffers) : JSON.stringify(spec);
+  }
 }
 
 function specKey(spec: KernelSpec): string {
@@ -134,7 +138,9 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
       const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
       const writes = [...new Set(kernelStores(spec.kernel).map((st) => st.buf))];
       return (a) => {
-        const bufs = (a as Extract<KernelArgs, { kind: 'loop' }>).buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
+        const args = a as Extract<KernelArgs, { kind: 'loop' }>;
+        const bufs = args.buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
+        if (args.range) return fn(bufs, args.range[0], args.range[1]);
         const pool = parallel ? getThreadPool() : null;
         if (pool && writes.every((w) => isShared(bufs[w]!))) pool.run(source, fn, bufs, extent);
         else fn(bufs, 0, extent);

@@ -39,16 +39,23 @@ interface Engine {
 /** Called once per finished block of C (rows i0..i0+mc, cols j0..j0+nc) while it is in cache. */
 export type BlockDone = (i0: number, mc: number, j0: number, nc: number) => void;
 
+/** Cache blocking of the engine: k depth, rows of A and columns of B packed at a time. */
+export interface MatmulTiles {
+  readonly kc: number;
+  readonly mc: number;
+  readonly nc: number;
+}
+
 /**
  * Builds the matmul engine. Self-contained (no outside references) so that worker threads
  * can rebuild it from this function's source text.
  */
-export function createMatmul(): (o: MatmulOperands, onBlock?: BlockDone) => void {
+export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?: BlockDone) => void {
   const MR = 4;
   const NR = 4;
-  const KC = 256;
-  const MC = 64;
-  const NC = 1024;
+  const KC = tiles?.kc ?? 256;
+  const MC = tiles?.mc ?? 64;
+  const NC = tiles?.nc ?? 1024;
   const A_AT = KC * NC; // A's block follows B's panels in the scratch array
   const SCRATCH = A_AT + KC * MC;
 

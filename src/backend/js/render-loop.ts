@@ -7,7 +7,7 @@ import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
-import { matmul2d } from './matmul.js';
+import { createMatmul, matmul2d } from './matmul.js';
 
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
 export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;
@@ -244,7 +244,9 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   epiAffs.forEach((_, i) => em.emit(`const eOff${i} = ${at(`eB${i}`)};`));
   const r0 = splitBatch ? '0' : 'lo';
   const rows = splitBatch ? String(k.m) : '(hi - lo)';
-  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${k.a.sRow}, sam: ${k.a.sRow}, sak: ${k.a.sCol}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${k.b.sRow}, sbn: ${k.b.sCol}, c: ${rawName}, cOff: rOff + ${r0} * ${rawAt.c[iVar]}, scm: ${rawAt.c[iVar]}, scn: ${rawAt.c[jVar]}, m: ${rows}, n: ${k.n}, k: ${k.k} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
+  const mm = k.tiles ? 'mmTuned' : 'matmul2d';
+  if (k.tiles) prelude.push(`const mmTuned = createMatmul(${JSON.stringify(k.tiles)});`);
+  em.emit(`${mm}({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${k.a.sRow}, sam: ${k.a.sRow}, sak: ${k.a.sCol}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${k.b.sRow}, sbn: ${k.b.sCol}, c: ${rawName}, cOff: rOff + ${r0} * ${rawAt.c[iVar]}, scm: ${rawAt.c[iVar]}, scn: ${rawAt.c[jVar]}, m: ${rows}, n: ${k.n}, k: ${k.k} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
   if (k.body.length || epiStores.length) {
     em.emit(`for (let i = ${r0} + i0; i < ${r0} + i0 + mc; i++) {`);
     em.emit(`let pr = rOff + ${rawAt.c[iVar]} * i + ${rawAt.c[jVar]} * j0;`);
@@ -292,7 +294,7 @@ export function compileKernel(k: LoopKernel, nBuffers: number): { fn: LoopFn; so
   const source = renderKernelSource(k, nBuffers);
   let fn = cache.get(source);
   if (!fn) {
-    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d) as (...b: (TypedArray | number)[]) => void;
+    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', 'createMatmul', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d, createMatmul) as (...b: (TypedArray | number)[]) => void;
     fn = (bufs, lo, hi) => inner(...bufs, lo, hi);
     cache.set(source, fn);
   }

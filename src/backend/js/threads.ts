@@ -18,7 +18,7 @@ interface WorkerLike {
 }
 type WorkerThreads = { Worker: new (src: string, o: { eval: boolean; workerData: unknown }) => WorkerLike };
 
-export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'fastExp', 'fastTanh', 'matmul2d'];
+export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'fastExp', 'fastTanh', 'matmul2d', 'createMatmul'];
 
 function workerSource(): string {
   return `
@@ -27,7 +27,8 @@ const { parentPort, workerData } = require('node:worker_threads');
 const erf = ${erf.toString()};
 const roundHalfEven = ${roundHalfEven.toString()};
 const { fastExp, fastTanh } = (${createFastMath.toString()})();
-const matmul2d = (${createMatmul.toString()})();
+const createMatmul = ${createMatmul.toString()};
+const matmul2d = createMatmul();
 const ctl = new Int32Array(workerData.ctl);
 const kernels = new Map();
 parentPort.on('message', (m) => {
