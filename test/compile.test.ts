@@ -200,3 +200,33 @@ test('max-autotune times matmul blockings on the real shapes, records the choice
   assert.match(g.fusion!, /autotuned .*k\d+_matmul \[200x64\]@\[64x96\]: kc=\d+ mc=\d+ nc=\d+ \(.*ms/);
   assert.match(g.program!, /tiles kc=\d+ mc=\d+ nc=\d+ \(autotuned\)/);
 });
+
+test('implicit number conversion (if (t > 0)) is a located graph break, and works eagerly', () => {
+  kiln.compiler.reset();
+  const f = (x: kiln.Tensor) => ((x.sum() as unknown as number) > 0 ? x.mul(2) : x.mul(-1));
+  const x = kiln.tensor([1, 2, -0.5]);
+  assert.ok(maxRelDiff(f(x), x.mul(2)) < 1e-7);
+  const r = kiln.explain(f, { print: false })(x);
+  assert.equal(r.graphBreakCount, 1);
+  assert.match(r.breaks[0]!.reason, /implicit number conversion/);
+  assert.match(r.breaks[0]!.location, /compile\.test\.ts:\d+:\d+/);
+  assert.throws(() => +kiln.ones([2]), kiln.ArgumentError);
+  assert.equal(`${kiln.tensor([1.5])}`, 'tensor([1.5000])');
+});
+
+test('a compiled module shares its parameters, and replacing one recompiles with the reason', () => {
+  kiln.compiler.reset();
+  kiln.manualSeed(5);
+  const m = new kiln.nn.Linear(4, 3);
+  const c = kiln.compile(m);
+  const x = kiln.randn([2, 4]);
+  kiln.noGrad(() => {
+    assert.ok(maxRelDiff(c(x) as kiln.Tensor, m.forward(x)) < 1e-6);
+    kiln.noGrad(() => m.weight.mul_(2)); // an in-place update is seen without recompiling
+    assert.ok(maxRelDiff(c(x) as kiln.Tensor, m.forward(x)) < 1e-6);
+    assert.equal(kiln.stats().recompiles.length, 0);
+    m.weight = kiln.nn.Parameter(kiln.randn([3, 4]));
+    assert.ok(maxRelDiff(c(x) as kiln.Tensor, m.forward(x)) < 1e-6);
+  });
+  assert.match(kiln.stats().recompiles[0]!.reason, /parameter weight was replaced/);
+});

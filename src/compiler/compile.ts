@@ -141,6 +141,22 @@ export class CompiledFunction {
     return this.trace(args, null);
   }
 
+  /** A compiled module's parameters by identity: assigning a new tensor to a layer recompiles. */
+  private parameterGuards(): Guard[] {
+    const m = this.module as (ModuleLike & { namedParameters?(): [string, Tensor][] }) | undefined;
+    if (!m?.namedParameters) return [];
+    const named = m.namedParameters();
+    return [{
+      text: `module parameters: ${named.length} tensors by identity`,
+      check: () => {
+        const now = m.namedParameters!();
+        if (now.length !== named.length) return `module parameter count changed: expected ${named.length}, got ${now.length}`;
+        const i = now.findIndex(([, t], k) => t !== named[k]![1]);
+        return i < 0 ? null : `module parameter ${now[i]![0]} was replaced by another tensor`;
+      },
+    }];
+  }
+
   private eager(args: unknown[], reason: string | null): unknown {
     if (reason) {
       counters.eagerFallbacks++;
@@ -200,7 +216,7 @@ export class CompiledFunction {
       if (!existing) {
         if (replayable) {
           const resultTemplate = templateOf(result, tracer, compiled.graph);
-          const guards = buildGuards(args, this.argNames, compiled.graph, modules);
+          const guards = [...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards()];
           report.guards = guards.map((g) => g.text);
           log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
           const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));

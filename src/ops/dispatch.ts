@@ -168,11 +168,11 @@ function checkFinite(op: string, inputs: readonly Tensor[], out: Tensor): void {
 }
 
 /** Row-major copy of a tensor's elements. */
-export function readContiguous(t: Tensor): TypedArray {
+export function readContiguous(t: Tensor, how = 'dataSync()'): TypedArray {
   t.assertAlive('read');
   if (!t.hasStorage) {
     if (!runtime.tracer) throw new ArgumentError('tensor has no data', 'read');
-    return runtime.tracer.concretize(t, 'a tensor value was read (dataSync/item/toArray)');
+    return runtime.tracer.concretize(t, `${how} needs the value of a tensor ${fmtShape(t.shape)} (a tensor value was read)`);
   }
   const src = t.storage.backend.readSync(t.storage.buf);
   const n = numel(t.shape);

@@ -205,11 +205,11 @@ Object.assign(P, {
   backward(this: Tensor, gradient?: Tensor, opts?: BackwardOptions) { backward(this, gradient, opts); },
   item(this: Tensor) {
     if (this.size !== 1) throw new ArgumentError(`item() needs a tensor with one element, got shape ${fmtShape(this.shape)}`, 'item', 'index or reduce it first');
-    return Number(readContiguous(this)[0]);
+    return Number(readContiguous(this, 'item()')[0]);
   },
-  toArray(this: Tensor) { return nest(readContiguous(this), this.shape, this.dtype); },
+  toArray(this: Tensor) { return nest(readContiguous(this, 'toArray()'), this.shape, this.dtype); },
   async data(this: Tensor) {
-    if (!this.hasStorage) return readContiguous(this);
+    if (!this.hasStorage) return readContiguous(this, 'await data()');
     const b = this.storage.backend;
     if (this.isContiguous) {
       const all = await b.read(this.storage.buf);
@@ -227,6 +227,15 @@ Object.assign(P, {
     return formatTensor(readContiguous(this), this.shape, this.dtype, suffix);
   },
 });
+
+// `if (t > 0)`, `+t`, `${t}`: a one-element tensor converts like torch's bool()/float()
+(P as Record<symbol, unknown>)[Symbol.toPrimitive] = function (this: Tensor, hint: string) {
+  if (hint === 'string') return this.toString();
+  if (this.size !== 1) {
+    throw new ArgumentError(`a tensor of shape ${fmtShape(this.shape)} was used as a number`, 'toPrimitive', 'only one-element tensors convert to numbers; reduce it, or call .item()');
+  }
+  return Number(readContiguous(this, 'implicit number conversion')[0]);
+};
 
 Object.defineProperty(P, 'mT', { get(this: Tensor) { return mv.transpose(this, -2, -1); } });
 Object.defineProperty(P, 'T', { get(this: Tensor) { return this.ndim < 2 ? this : mv.permute(this, this.shape.map((_, i) => this.ndim - 1 - i)); } });
