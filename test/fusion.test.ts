@@ -61,6 +61,8 @@ test('MLP training step: fused forward, backward and in-place SGD updates', () =
   assert.ok(g.kernels! < g.ops / 3, `${g.ops} ops in ${g.kernels} kernels`);
   assert.equal((g.fusion!.match(/in-place update/g) ?? []).length, 4, 'all four parameters updated in place');
   assert.match(g.fusion!, /epilogue of matmul/);
+  assert.match(g.fusion!, /horizontal: .* launched as one kernel/);
+  assert.match(g.fusion!, /sibling formulation/);
 });
 
 test('the plan never holds more than eager did at its peak (MLP example training step)', async () => {

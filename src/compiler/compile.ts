@@ -9,7 +9,7 @@ import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
-import { lower, dropDeadStores, type FusionDecision } from './lower.js';
+import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './lower.js';
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
@@ -331,6 +331,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const t0 = performance.now();
       const lowered = lower(graph);
       dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
+      groupHorizontally(lowered);
       report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
       // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
       const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' });

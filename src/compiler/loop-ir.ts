@@ -52,7 +52,7 @@ export interface Reduction {
    *  - 'welford': this is sum((v - sum/n)^2) over the values v the previous sum reduces
    *    (Welford's running mean and squared deviations).
    */
-  online?: { readonly kind: 'softmax'; readonly shift: LExpr } | { readonly kind: 'welford'; readonly n: number };
+  online?: { readonly kind: 'softmax'; readonly shift: LExpr } | { readonly kind: 'welford'; readonly n: number } | { readonly kind: 'sibling' };
 }
 
 export interface PointwiseKernel {
@@ -104,7 +104,17 @@ export interface MatmulKernel {
   tiles?: { readonly kc: number; readonly mc: number; readonly nc: number };
 }
 
-export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel;
+/**
+ * Horizontal fusion: independent (or ordered) pointwise loops launched as one kernel, e.g.
+ * the optimizer's update of every parameter of a training step.
+ */
+export interface GroupKernel {
+  readonly kind: 'group';
+  readonly name: string;
+  readonly parts: readonly PointwiseKernel[];
+}
+
+export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel | GroupKernel;
 
 // ---- printer ----
 
@@ -137,7 +147,10 @@ function fmtStores(stores: readonly Store[], names: readonly string[], indent: s
 /** The loop IR of a kernel as readable text (the `loop IR` stage printer). */
 export function printKernel(k: LoopKernel): string {
   const L: string[] = [];
-  if (k.kind === 'pointwise') {
+  if (k.kind === 'group') {
+    L.push(`kernel ${k.name}: horizontal group of ${k.parts.length} pointwise loops`);
+    for (const p of k.parts) L.push(...printKernel(p).split('\n').map((l) => `  ${l}`));
+  } else if (k.kind === 'pointwise') {
     const names = k.shape.map((_, d) => `i${d}`);
     L.push(`kernel ${k.name}: pointwise over [${k.shape.join(', ')}]`);
     L.push(...fmtStmts(k.body, names, '  '), ...fmtStores(k.stores, names, '  '));
@@ -145,8 +158,13 @@ export function printKernel(k: LoopKernel): string {
     const names = [...k.outer.map((_, d) => `o${d}`), ...k.inner.map((_, d) => `r${d}`)];
     L.push(`kernel ${k.name}: row reduction, outer [${k.outer.join(', ')}] x inner [${k.inner.join(', ')}]`);
     for (const r of k.reductions) {
-      if (r.online) {
+      if (r.online && r.online.kind !== 'sibling') {
         L.push(`  r${r.id} = ${r.online.kind === 'softmax' ? `sum of exp(v - ${fmtExpr(r.online.shift, names)}) with the max above, online (same pass)` : 'sum of squared deviations from the mean, Welford (same pass)'}   (%${r.node})`);
+        continue;
+      }
+      if (r.online) {
+        L.push(`  r${r.id} = ${r.op} over inner, in the same loop as the reduction above (sibling)   (%${r.node})`);
+        L.push(...fmtStmts(r.body, names, '    '), `    ${fmtExpr(r.value, names)}`);
         continue;
       }
       L.push(`  r${r.id} = ${r.op} over inner of:   (%${r.node})`);
@@ -173,7 +191,8 @@ export function kernelLoads(k: LoopKernel): Set<number> {
   };
   const stmts = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
   const stores = (s: readonly Store[]) => s.forEach((x) => visit(x.value));
-  if (k.kind === 'pointwise') (stmts(k.body), stores(k.stores));
+  if (k.kind === 'group') k.parts.forEach((p) => kernelLoads(p).forEach((b) => out.add(b)));
+  else if (k.kind === 'pointwise') (stmts(k.body), stores(k.stores));
   else if (k.kind === 'row') {
     for (const r of k.reductions) (stmts(r.body), visit(r.value));
     stmts(k.outerBody), stores(k.outerStores), stmts(k.rowBody), stores(k.rowStores);
@@ -186,6 +205,7 @@ export function kernelLoads(k: LoopKernel): Set<number> {
 }
 
 export function kernelStores(k: LoopKernel): Store[] {
+  if (k.kind === 'group') return k.parts.flatMap((p) => p.stores);
   if (k.kind === 'row') return [...k.outerStores, ...k.rowStores];
   return k.stores;
 }

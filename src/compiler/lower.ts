@@ -345,6 +345,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   const snapshot = (cur: Entry) => {
     const st = Object.values(cur.stages).map((x) => ({ s: x, n: x.stmts.length, memo: new Map(x.memo) }));
     const k = cur.kernel;
+    if (k.kind === 'group') throw new Error('kiln internal: groups are formed after scheduling');
     const lens = k.kind === 'row' ? [k.reductions.length, k.outerStores.length, k.rowStores.length] : [k.stores.length];
     const writes = new Set(cur.ctx.writes);
     const stored = new Map(storedValues.get(k) ?? []);
@@ -707,7 +708,14 @@ function usesRed(e: LExpr, id: number): boolean {
 function detectOnline(k: RowKernel, n: number): string | null {
   const r2 = k.reductions[k.reductions.length - 1]!;
   const r1 = k.reductions[k.reductions.length - 2];
-  if (!r1 || r1.online || r2.op !== 'sum') return null;
+  if (!r1) return null;
+  // independent of every reduction before it: the same loop (sibling reductions)
+  const before = k.reductions.slice(0, -1);
+  if (!before.some((r) => r2.body.some((st) => usesRed(st.e, r.id)) || usesRed(r2.value, r.id)) && r1.online?.kind !== 'softmax' && r1.online?.kind !== 'welford') {
+    r2.online = { kind: 'sibling' };
+    return 'sibling';
+  }
+  if (r1.online || r2.op !== 'sum') return null;
   const d1 = new Map(r1.body.map((x) => [x.id, x.e]));
   const d2 = new Map(r2.body.map((x) => [x.id, x.e]));
   const v = exprText(expand(r1.value, d1));
@@ -740,7 +748,8 @@ function loadsOf(k: LoopKernel): { buf: number; at: Affine }[] {
     else if (e.k === 'cast') visit(e.a);
   };
   const stmts = (b: readonly Stmt[]) => b.forEach((x) => visit(x.e));
-  if (k.kind === 'pointwise') (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
+  if (k.kind === 'group') k.parts.forEach((p) => out.push(...loadsOf(p)));
+  else if (k.kind === 'pointwise') (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
   else if (k.kind === 'row') {
     for (const r of k.reductions) (stmts(r.body), visit(r.value));
     stmts(k.outerBody), stmts(k.rowBody);
@@ -802,6 +811,34 @@ function expensive(id: number, nodes: readonly GraphNode[], mat: Set<number>, de
   });
 }
 
+/**
+ * Horizontal fusion: runs of consecutive pointwise kernels become one kernel (the order of
+ * their loops is kept, so dependencies between them still hold).
+ */
+export function groupHorizontally(l: Lowered): void {
+  const out: Step[] = [];
+  let run: PointwiseKernel[] = [];
+  const flushRun = () => {
+    if (run.length === 1) out.push({ kind: 'kernel', kernel: run[0]! });
+    else if (run.length > 1) {
+      const name = `${run[0]!.name}_group${run.length}`;
+      out.push({ kind: 'kernel', kernel: { kind: 'group', name, parts: run } });
+      l.decisions.push({ decision: 'fused', nodes: run.flatMap((k) => k.stores.map((st) => st.node)), reason: `horizontal: ${run.map((k) => k.name).join(', ')} launched as one kernel ${name}` });
+    }
+    run = [];
+  };
+  for (const s of l.steps) {
+    if (s.kind === 'kernel' && s.kernel.kind === 'pointwise') run.push(s.kernel);
+    else {
+      flushRun();
+      out.push(s);
+    }
+  }
+  flushRun();
+  l.steps.length = 0;
+  l.steps.push(...out);
+}
+
 /** Scratch buffers nobody reads: their stores are dropped (a reduction or matmul value used only in registers). */
 export function dropDeadStores(l: Lowered, keep: Set<number>): void {
   const read = new Set<number>(keep);
@@ -813,6 +850,7 @@ export function dropDeadStores(l: Lowered, keep: Set<number>): void {
     if (s.kind !== 'kernel') continue;
     const k = s.kernel;
     const dead = (st: Store) => l.buffers[st.buf]!.kind === 'scratch' && !read.has(st.buf);
+    if (k.kind === 'group') continue; // formed after this pass
     if (k.kind === 'row') {
       const o = k.outerStores.filter((x) => !dead(x));
       const r = k.rowStores.filter((x) => !dead(x));
@@ -826,4 +864,8 @@ export function dropDeadStores(l: Lowered, keep: Set<number>): void {
       k.stores.push(...st);
     }
   }
+  // kernels left with nothing to store are dead
+  const live = l.steps.filter((s) => s.kind !== 'kernel' || kernelStores(s.kernel).length > 0);
+  l.steps.length = 0;
+  l.steps.push(...live);
 }

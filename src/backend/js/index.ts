@@ -14,7 +14,7 @@ import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
 import { getThreadPool, isShared } from './threads.js';
-import { kernelStores } from '../../compiler/loop-ir.js';
+import { kernelStores, type GroupKernel } from '../../compiler/loop-ir.js';
 
 /** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
 const PARALLEL_WORK = 1 << 17;
@@ -133,6 +133,7 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
         col2im(data(args.cols), args.cols.offset, data(args.image), args.image.offset, args.geom);
       };
     case 'loop': {
+      if (spec.kernel.kind === 'group') return groupRunner(spec.kernel, spec.nBuffers);
       const { fn, source } = compileKernel(spec.kernel, spec.nBuffers);
       const extent = kernelExtent(spec.kernel);
       const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
@@ -153,6 +154,25 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
         (spec.dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, out);
       };
   }
+}
+
+/**
+ * A horizontal group runs as one function when small; when large, part by part so each
+ * part's loop can still be split across threads.
+ */
+function groupRunner(k: GroupKernel, nBuffers: number): (a: KernelArgs) => void {
+  const whole = compileKernel(k, nBuffers).fn;
+  const parts = k.parts.map((p) => ({ ...compileKernel(p, nBuffers), extent: kernelExtent(p), work: kernelWork(p), writes: [...new Set(p.stores.map((st) => st.buf))] }));
+  const large = parts.some((p) => p.work >= PARALLEL_WORK && p.extent > 1);
+  return (a) => {
+    const bufs = (a as Extract<KernelArgs, { kind: 'loop' }>).buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
+    const pool = large ? getThreadPool() : null;
+    if (!pool) return whole(bufs, 0, 1);
+    for (const p of parts) {
+      if (p.work >= PARALLEL_WORK && p.extent > 1 && p.writes.every((w) => isShared(bufs[w]!))) pool.run(p.source, p.fn, bufs, p.extent);
+      else p.fn(bufs, 0, p.extent);
+    }
+  };
 }
 
 function runMatmul(args: Extract<KernelArgs, { kind: 'matmul' }>): void {

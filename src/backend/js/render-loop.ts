@@ -14,6 +14,7 @@ export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => vo
 
 /** Length of the loop a kernel splits across threads. */
 export function kernelExtent(k: LoopKernel): number {
+  if (k.kind === 'group') return 1; // parts are split one by one (see the JS backend)
   if (k.kind === 'pointwise') return k.shape[0] ?? 1;
   if (k.kind === 'row') return k.outer[0] ?? 1;
   return k.batch[0] ?? k.m;
@@ -21,6 +22,7 @@ export function kernelExtent(k: LoopKernel): number {
 
 /** Rough work of a kernel (elements or multiply-adds), to decide whether threads pay off. */
 export function kernelWork(k: LoopKernel): number {
+  if (k.kind === 'group') return k.parts.reduce((a, p) => a + kernelWork(p), 0);
   if (k.kind === 'pointwise') return k.shape.reduce((a, b) => a * b, 1);
   if (k.kind === 'row') return [...k.outer, ...k.inner].reduce((a, b) => a * b, 1) * Math.max(1, k.reductions.length);
   return k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
@@ -129,12 +131,14 @@ function accumulate(op: ReduceOp, a: string, v: string): string {
   }
 }
 
-function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emitter): void {
+function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emitter, ranged = true): void {
   const vars = k.shape.map((_, d) => d);
+  em.emit('{');
   nest(em, vars, k.shape, affinesOf(k.body, k.stores), (a) => String(a.o), () => {
     stmts(em, k.body);
     stores(em, k.stores);
-  }, true);
+  }, ranged);
+  em.emit('}');
 }
 
 function renderRow(k: RowKernel, em: Emitter): void {
@@ -152,19 +156,27 @@ function renderRow(k: RowKernel, em: Emitter): void {
     const fromOuter = (a: Affine) => outerPtr.get(affKey(a))!;
     k.reductions.forEach((r, ri) => {
       const next = k.reductions[ri + 1];
-      if (next?.online) {
+      if (next?.online && next.online.kind !== 'sibling') {
         renderOnlinePair(em, r, next, innerVars, k.inner, fromOuter);
         return;
       }
       if (r.online) return; // rendered with the reduction before it
-      const acc = `r${r.id}a`;
-      em.emit(`let ${acc} = ${INIT[r.op]};${r.op === 'argmax' || r.op === 'argmin' ? ` let ${acc}_i = 0, ${acc}_n = 0;` : ''}`);
-      const affs = affinesOf(r.body, []);
-      nest(em, innerVars, k.inner, affs, fromOuter, () => {
-        stmts(em, r.body);
-        em.emit(accumulate(r.op, acc, expr(r.value, em)));
+      // this reduction and the independent ones after it share one loop
+      const group = [r];
+      for (let j = ri + 1; k.reductions[j]?.online?.kind === 'sibling'; j++) group.push(k.reductions[j]!);
+      for (const g of group) {
+        const acc = `r${g.id}a`;
+        em.emit(`let ${acc} = ${INIT[g.op]};${g.op === 'argmax' || g.op === 'argmin' ? ` let ${acc}_i = 0, ${acc}_n = 0;` : ''}`);
+      }
+      const affs = new Map<string, Affine>();
+      group.forEach((g) => affinesOf(g.body, []).forEach((a) => affs.set(affKey(a), a)));
+      nest(em, innerVars, k.inner, [...affs.values()], fromOuter, () => {
+        for (const g of group) {
+          stmts(em, g.body);
+          em.emit(accumulate(g.op, `r${g.id}a`, expr(g.value, em)));
+        }
       });
-      em.emit(`const r${r.id} = ${r.op === 'argmax' || r.op === 'argmin' ? `${acc}_i` : acc};`);
+      for (const g of group) em.emit(`const r${g.id} = ${g.op === 'argmax' || g.op === 'argmin' ? `r${g.id}a_i` : `r${g.id}a`};`);
     });
     allAffs.forEach((a) => em.setPtr(a, fromOuter(a)));
     stmts(em, k.outerBody);
@@ -180,7 +192,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
 
 /** Two reductions in one pass: online softmax (max and rescaled sum) or Welford (sum and M2). */
 function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly number[], fromOuter: (a: Affine) => string): void {
-  const on = r2.online!;
+  const on = r2.online as Exclude<Reduction['online'], { kind: 'sibling' } | undefined>;
   if (on.kind === 'softmax') {
     const g = (name: string) => expr(substituteRed(on.shift, r1.id, name), em);
     const expOf = (x: string) => (r2.value.k === 'op' && r2.value.dtype === 'float32' ? `fastExp(${x})` : `Math.exp(${x})`);
@@ -279,7 +291,8 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
 export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
   const em = new Emitter();
   const prelude: string[] = [];
-  if (k.kind === 'pointwise') renderPointwise(k, em);
+  if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
+  else if (k.kind === 'pointwise') renderPointwise(k, em);
   else if (k.kind === 'row') renderRow(k, em);
   else renderMatmul(k, em, prelude);
   const params = [...Array.from({ length: nBuffers }, (_, i) => `b${i}`), 'lo', 'hi'];
