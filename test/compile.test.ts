@@ -230,3 +230,48 @@ test('a compiled module shares its parameters, and replacing one recompiles with
   });
   assert.match(kiln.stats().recompiles[0]!.reason, /parameter weight was replaced/);
 });
+
+// regressions found by bench/compile.ts (W2, W6)
+test('a captured tensor saved for backward is one graph input: no recompile per call', () => {
+  kiln.compiler.reset();
+  const w = kiln.keep(kiln.randn([6]).requiresGrad_());
+  const x = kiln.randn([4, 6]);
+  const f = kiln.compile((x: kiln.Tensor) => { w.grad?.dispose(); w.grad = null; const l = x.mul(w).sum(); l.backward(); return l; });
+  for (let i = 0; i < 3; i++) kiln.scope(() => { f(x); });
+  assert.equal(kiln.stats().recompiles.length, 0, JSON.stringify(kiln.stats().recompiles));
+  assert.equal(kiln.stats().cacheHits, 2);
+  assert.ok(maxRelDiff(w.grad!, x.sum(0)) < 1e-6);
+});
+
+test('a compiled training step that returns its loss replays the fused program (no autograd history)', () => {
+  kiln.compiler.reset();
+  const m = new kiln.nn.Linear(8, 4), opt = new kiln.optim.SGD(m.parameters(), { lr: 0.1 });
+  const step = kiln.compile((x: kiln.Tensor) => { opt.zeroGrad(); const loss = m.call(x).square().mean(); loss.backward(); opt.step(); return loss; });
+  const x = kiln.randn([16, 8]);
+  kiln.scope(() => { step(x); });
+  const loss = step(x) as kiln.Tensor;
+  assert.equal(loss.requiresGrad, false);
+  assert.ok(step.compiled.report!.graphs[0]!.kernels! > 0);
+  const entry = (step.compiled as unknown as { entries: { autogradOutputs: boolean; program: unknown }[] }).entries[0]!;
+  assert.equal(entry.autogradOutputs, false);
+});
+
+test('backward into an existing .grad accumulates on replay as in eager', () => {
+  kiln.compiler.reset();
+  const w = kiln.keep(kiln.randn([4, 6]).requiresGrad_());
+  const x = kiln.randn([4, 6]);
+  const f = kiln.compile((x: kiln.Tensor) => { const l = x.mul(w).sum(); l.backward(); return l; });
+  for (let i = 0; i < 3; i++) kiln.scope(() => { f(x); });
+  assert.ok(maxRelDiff(w.grad!, x.mul(3)) < 1e-6, 'three backward calls accumulate 3x');
+  assert.match(kiln.stats().recompiles[0]!.reason, /grad is no longer null/);
+});
+
+test('retracing a function that calls backward while a .grad exists works', () => {
+  kiln.compiler.reset();
+  const w = kiln.keep(kiln.randn([6]).requiresGrad_());
+  const f = kiln.compile((x: kiln.Tensor) => { const l = x.mul(w).sum(); l.backward(); return l; });
+  const a = kiln.randn([4, 6]), b = kiln.randn([5, 6]);
+  kiln.scope(() => { f(a); });
+  kiln.scope(() => { f(b); });
+  assert.ok(maxRelDiff(w.grad!, a.sum(0).add(b.sum(0))) < 1e-6);
+});

@@ -182,7 +182,7 @@ export class CompiledFunction {
     const prevHooks = { ...tensorHooks };
     const deferred: Tensor[] = [];
     runtime.tracer = tracer;
-    tensorHooks.onGradWrite = (leaf, old) => tracer.onGradWrite(leaf, old);
+    tensorHooks.onGradWrite = (leaf, old, next) => tracer.onGradWrite(leaf, old, next);
     tensorHooks.deferDispose = (t) => {
       if (!t.hasStorage || runtime.tracer !== tracer) return false;
       deferred.push(t);
@@ -216,11 +216,14 @@ export class CompiledFunction {
       if (!existing) {
         if (replayable) {
           const resultTemplate = templateOf(result, tracer, compiled.graph);
-          const guards = [...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards()];
+          const guards = [...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer)];
           report.guards = guards.map((g) => g.text);
           log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
           const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
-          const autogradOutputs = isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
+          // a function that ran backward() itself (a training step) consumed its outputs' graph:
+          // they come back without autograd history; otherwise they must carry it
+          const ranBackward = tracer.gradWrites.size > 0;
+          const autogradOutputs = !ranBackward && isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
           if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
           this.entries.push({
             guards, graph: compiled.graph, program: compiled.program, resultTemplate,
@@ -349,6 +352,20 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
   return p;
 }
 
+/**
+ * A backward that accumulated into a leaf whose .grad was null (not cleared first) assumed
+ * it was null: if a later call finds a grad there, replay would overwrite instead of add.
+ */
+function gradStateGuards(tracer: Tracer): Guard[] {
+  const out: Guard[] = [];
+  for (const [leaf, w] of tracer.gradWrites) {
+    if (w.initial !== null || w.first === null) continue;
+    const label = leaf.name ?? `tensor#${leaf.id}`;
+    out.push({ text: `${label}.grad is null`, check: () => (leaf.grad === null ? null : `${label}.grad is no longer null (backward would accumulate into it)`) });
+  }
+  return out;
+}
+
 function dedupe(ids: number[]): number[] {
   return [...new Set(ids)];
 }
@@ -406,13 +423,13 @@ function applyGradEffects(effects: readonly { leaf: Tensor; outputIndex: number 
   }
 }
 
-/** The real tensors bound to a graph's input nodes for this call. */
+/** The real tensors bound to a graph's input nodes (while tracing: the grads seen then). */
 function resolveInputs(graph: Graph, args: readonly unknown[], names: readonly string[], tracer?: Tracer): Tensor[] {
   let leaves: Map<string, unknown> | null = null;
   return graph.inputNodes.map((n) => {
     const src = n.source!;
     if (src.kind === 'ref') return src.tensor;
-    if (src.kind === 'grad') return src.leaf.grad!;
+    if (src.kind === 'grad') return tracer ? src.seen : src.leaf.grad!;
     leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
     const t = leaves.get(src.path);
     if (!(t instanceof Tensor)) throw new Error(`kiln internal: argument ${src.path} is not a tensor`);

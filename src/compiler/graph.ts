@@ -11,7 +11,7 @@ export type InputSource =
   /** a tensor the function reads but did not receive as an argument (parameter, buffer, state) */
   | { readonly kind: 'ref'; readonly tensor: Tensor; readonly label: string }
   /** the current .grad of a leaf (grads are new tensors every step: captured by owner) */
-  | { readonly kind: 'grad'; readonly leaf: Tensor; readonly label: string };
+  | { readonly kind: 'grad'; readonly leaf: Tensor; readonly label: string; readonly seen: Tensor };
 
 export interface TensorMeta {
   readonly shape: readonly number[];

@@ -27,8 +27,8 @@ export class Tracer implements TraceHook {
   private readonly inputOf = new Map<Tensor, number>();
   /** every proxy handle per node, so a graph break can hand them their data */
   readonly proxies = new Map<number, Tensor[]>();
-  /** leaves whose .grad the function assigned, in order of first write */
-  readonly gradWrites = new Map<Tensor, { initial: Tensor | null }>();
+  /** leaves whose .grad the function assigned, in order of first write, with that first write */
+  readonly gradWrites = new Map<Tensor, { initial: Tensor | null; first: Tensor | null }>();
   /** concrete tensors disposed while tracing, released after the segment ran */
   readonly deferred: Tensor[] = [];
   segment = 0;
@@ -59,12 +59,14 @@ export class Tracer implements TraceHook {
       if (t.trace.tracer !== this) throw new GraphBreakError('a tensor traced by another compiled function leaked into this one', 'use the tensor only inside the function that made it');
       return t.trace.id;
     }
+    // autograd saves aliases of the tensors it needs: they are the tensor they alias
+    if (t.aliasOf && !t.aliasOf.isDisposed) return this.nodeOf(t.aliasOf);
     const v = this.valueOf.get(t);
     if (v !== undefined) return v;
     t.assertAlive('compile');
     const owner = t.gradOwner && t.gradOwner.grad === t ? t.gradOwner : null;
     const source: InputSource = owner
-      ? { kind: 'grad', leaf: owner, label: `${owner.name ?? `tensor#${owner.id}`}.grad` }
+      ? { kind: 'grad', leaf: owner, label: `${owner.name ?? `tensor#${owner.id}`}.grad`, seen: t }
       : { kind: 'ref', tensor: t, label: t.name ?? `tensor#${t.id}` };
     const node = this.graph.add({ op: 'input', inputs: [], meta: metaOf(t), source, requiresGrad: false });
     this.valueOf.set(t, node.id);
@@ -124,8 +126,8 @@ export class Tracer implements TraceHook {
     this.graph.mutations.push({ target, value: valueId });
   }
 
-  onGradWrite(leaf: Tensor, old: Tensor | null): void {
-    if (!this.gradWrites.has(leaf)) this.gradWrites.set(leaf, { initial: old });
+  onGradWrite(leaf: Tensor, old: Tensor | null, next: Tensor | null): void {
+    if (!this.gradWrites.has(leaf)) this.gradWrites.set(leaf, { initial: old, first: next });
   }
 
   /** Starts a new segment after a graph break: concrete tensors are captured afresh. */

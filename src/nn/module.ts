@@ -246,11 +246,11 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> {
   /** Drops every parameter's gradient (setToNone, torch's default) or zeros it in place. */
   zeroGrad(setToNone = true): void {
     for (const p of this.parameters()) {
-      if (!p.grad) continue;
       if (setToNone) {
-        p.grad.dispose();
+        // assigned even when already null: a compiled step then knows the grad is cleared
+        p.grad?.dispose();
         p.grad = null;
-      } else {
+      } else if (p.grad) {
         const g = p.grad;
         noGrad(() => assign(g, 0));
       }

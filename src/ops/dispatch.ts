@@ -150,7 +150,9 @@ export function alias(t: Tensor, internal = true): Tensor {
     runtime.tracer?.adopt(a);
     return a;
   }
-  return new Tensor(t.storage, t.shape, t.strides, t.offset, t.dtype, internal);
+  const a = new Tensor(t.storage, t.shape, t.strides, t.offset, t.dtype, internal);
+  if (internal) a.aliasOf = t.aliasOf ?? t;
+  return a;
 }
 
 function checkFinite(op: string, inputs: readonly Tensor[], out: Tensor): void {

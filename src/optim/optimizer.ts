@@ -77,11 +77,11 @@ export abstract class Optimizer<H extends object = object> {
   zeroGrad(setToNone = true): void {
     for (const g of this.paramGroups) {
       for (const p of g.params) {
-        if (!p.grad) continue;
         if (setToNone) {
-          p.grad.dispose();
+          // assigned even when already null: a compiled step then knows the grad is cleared
+          p.grad?.dispose();
           p.grad = null;
-        } else {
+        } else if (p.grad) {
           const grad = p.grad;
           noGrad(() => assign(grad, 0));
         }

@@ -48,6 +48,8 @@ export class Tensor {
   gradOwner: Tensor | null = null;
   /** set by kiln.keep(): the tensor outlives scopes (parameters, optimizer state) */
   kept = false;
+  /** for an internal alias (autograd's saved tensors): the tensor whose memory it shares */
+  aliasOf?: Tensor;
   /** a user-facing name (parameters get theirs from the module tree) */
   name?: string;
   trace?: TraceInfo;
