@@ -1,0 +1,32 @@
+// W4: an elementwise chain on 4M float32 values: tanh(x·1.5 + 0.3)·sigmoid(x) − 0.1·x.
+// Memory-bound: the measure is bytes moved (read x once, write the result once = 32 MiB),
+// not FLOPs. Eager mode runs 7 kernels with 6 temporaries; a fusing compiler runs one loop.
+
+import * as kiln from 'kiln';
+import { DEFAULT_SEED, makeInstance, type Instance, type SetupOptions, type Workload } from './types.js';
+
+export const W4_SIZE = 4 * 1024 * 1024;
+
+export function elementwiseChain(x: kiln.Tensor): kiln.Tensor {
+  return x.mul(1.5).add(0.3).tanh().mul(x.sigmoid()).sub(x.mul(0.1));
+}
+
+export const w4: Workload = {
+  id: 'W4',
+  title: 'elementwise tanh(1.5x+0.3)*sigmoid(x)-0.1x, 4M',
+  kind: 'inference',
+  setup(opts: SetupOptions = {}): Instance {
+    kiln.manualSeed(opts.seed ?? DEFAULT_SEED);
+    const x = kiln.randn([W4_SIZE]);
+    return makeInstance({
+      inputs: [x],
+      fn: elementwiseChain,
+      shapes: `x[${W4_SIZE}]`,
+      flops: null,
+      bytes: 2 * 4 * W4_SIZE,
+      params: [],
+    });
+  },
+};
+
+export default w4;

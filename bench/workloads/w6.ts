@@ -1,0 +1,102 @@
+// W6: a DLRM-style training step, batch 512 (CPU shapes of WORKLOADS.md):
+//   dense[512,13] -> bottom MLP 13->512->256->16 (ReLU after each layer)      -> b [512,16]
+//   26 sparse features, one id per bag: idx_t[512,1] int32 -> EmbeddingBag(10000, 16, sum) -> e_t [512,16]
+//   interaction: Z = stack([b, e_1..e_26], 1) [512,27,16]; Z·Zᵀ [512,27,27] (bmm);
+//                the 351 pairs i<j picked from the flattened [512,729] with kiln.indexSelect
+//                and a precomputed int32 index; concat with b -> [512,367]
+//   top MLP 367->512->256->1 (ReLU between) -> logits [512,1]
+//   binaryCrossEntropyWithLogits against random 0/1 labels, backward, SGD (lr 0.01)
+// fn(dense, labels, idx_1, ..., idx_26) runs the whole step and returns the loss.
+
+import * as kiln from 'kiln';
+import { matmulFlops, mlpTrainStepFlops } from '../lib/flops.js';
+import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload } from './types.js';
+
+export const W6_BATCH = 512;
+export const W6_TABLES = 26;
+export const W6_ROWS = 10_000;
+export const W6_EMB = 16;
+export const W6_DENSE = 13;
+export const W6_BOTTOM = [W6_DENSE, 512, 256, W6_EMB] as const;
+export const W6_VECTORS = W6_TABLES + 1; // bottom output + one embedding per table
+export const W6_PAIRS = (W6_VECTORS * (W6_VECTORS - 1)) / 2; // 351
+export const W6_TOP = [W6_EMB + W6_PAIRS, 512, 256, 1] as const; // 367 -> ... -> 1
+export const W6_LR = 0.01;
+
+function mlp(dims: readonly number[], reluAfterLast: boolean): kiln.nn.Sequential {
+  const layers: kiln.nn.AnyModule[] = [];
+  for (let i = 0; i + 1 < dims.length; i++) {
+    layers.push(new kiln.nn.Linear(dims[i]!, dims[i + 1]!));
+    if (i + 2 < dims.length || reluAfterLast) layers.push(new kiln.nn.ReLU());
+  }
+  return new kiln.nn.Sequential(...layers);
+}
+
+/** Flat indices i·n + j of the strict upper triangle (i < j) of an n×n matrix, row-major. */
+export function upperTriangleIndex(n: number): kiln.Tensor {
+  const idx = new Int32Array((n * (n - 1)) / 2);
+  let k = 0;
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) idx[k++] = i * n + j;
+  return kiln.tensor(idx, [idx.length]);
+}
+
+export class Dlrm extends kiln.nn.Module<kiln.Tensor[], kiln.Tensor> {
+  readonly bottom: kiln.nn.Sequential;
+  readonly tables: kiln.nn.ModuleList<kiln.nn.EmbeddingBag>;
+  readonly top: kiln.nn.Sequential;
+  readonly triIndex: kiln.Tensor;
+
+  constructor() {
+    super();
+    this.bottom = mlp(W6_BOTTOM, true);
+    this.tables = new kiln.nn.ModuleList(Array.from({ length: W6_TABLES }, () => new kiln.nn.EmbeddingBag(W6_ROWS, W6_EMB, { mode: 'sum' })));
+    this.top = mlp(W6_TOP, false);
+    this.triIndex = this.registerBuffer('tri_index', upperTriangleIndex(W6_VECTORS), { persistent: false })!;
+  }
+
+  /** dense [B,13] float32, then one [B,1] int32 index tensor per table; returns logits [B,1]. */
+  forward(dense: kiln.Tensor, ...ids: kiln.Tensor[]): kiln.Tensor {
+    const b = this.bottom.call(dense); // [B,16]
+    const embs = [...this.tables].map((t, i) => t.call(ids[i]!)); // 26 x [B,16]
+    const z = kiln.stack([b, ...embs], 1); // [B,27,16]
+    const zz = kiln.bmm(z, z.transpose(1, 2)); // [B,27,27]
+    const pairs = kiln.indexSelect(zz.reshape([zz.shape[0]!, W6_VECTORS * W6_VECTORS]), 1, this.triIndex); // [B,351]
+    return this.top.call(kiln.cat([b, pairs], 1)); // [B,1]
+  }
+}
+
+/** Matmul-class FLOPs of one training step (embedding gathers and their scatter-adds are memory work). */
+export function dlrmTrainStepFlops(batch: number): number {
+  const interaction = 3 * batch * matmulFlops(W6_VECTORS, W6_VECTORS, W6_EMB); // forward bmm + two backward bmms
+  return mlpTrainStepFlops(batch, W6_BOTTOM) + mlpTrainStepFlops(batch, W6_TOP, true) + interaction;
+}
+
+export const w6: Workload = {
+  id: 'W6',
+  title: 'DLRM training step (26x EmbeddingBag, MLPs, BCE, SGD), batch 512',
+  kind: 'training',
+  setup(opts: SetupOptions = {}): Instance {
+    kiln.manualSeed(opts.seed ?? DEFAULT_SEED);
+    const model = new Dlrm();
+    const opt = new kiln.optim.SGD(model.parameters(), { lr: W6_LR });
+    const dense = kiln.randn([W6_BATCH, W6_DENSE]);
+    const labels = kiln.scope(() => kiln.randint(0, 2, [W6_BATCH, 1]).float());
+    const ids = Array.from({ length: W6_TABLES }, () => kiln.randint(0, W6_ROWS, [W6_BATCH, 1]));
+    return makeInstance({
+      inputs: [dense, labels, ...ids],
+      fn: (dense: kiln.Tensor, labels: kiln.Tensor, ...ids: kiln.Tensor[]) => {
+        opt.zeroGrad();
+        const loss = kiln.binaryCrossEntropyWithLogits(model.call(dense, ...ids), labels);
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      shapes: `dense[${W6_BATCH},${W6_DENSE}] labels[${W6_BATCH},1] ${W6_TABLES}x ids[${W6_BATCH},1] int32, tables ${W6_TABLES}x[${W6_ROWS},${W6_EMB}]`,
+      flops: dlrmTrainStepFlops(W6_BATCH),
+      params: model.parameters(),
+      extra: () => [...optimizerTensors(opt), model.triIndex],
+    });
+  },
+};
+
+export default w6;
