@@ -2,7 +2,7 @@
 // model cannot fit) and reports held-out accuracy. Each training step runs inside
 // kiln.scope, so memory stays flat however long it trains.
 //
-//   npx tsx examples/mlp.ts [--epochs N]
+//   npx tsx examples/mlp.ts [--epochs N] [--compile]
 
 import { pathToFileURL } from 'node:url';
 import * as kiln from 'kiln';
@@ -84,6 +84,8 @@ export interface TrainMlpOptions {
   batchSize?: number;
   lr?: number;
   seed?: number;
+  /** compile the training step with kiln.compile */
+  compile?: boolean;
   /** called with one line per epoch (default: none) */
   log?: (line: string) => void;
   data?: MlpData;
@@ -117,6 +119,16 @@ export function trainMlp(opts: TrainMlpOptions = {}): TrainMlpResult {
   const model = new MlpClassifier(2, 64, data.classes);
   const opt = new optim.Adam(model.parameters(), { lr: opts.lr ?? 0.01 });
 
+  // one training step; with `compile` it is traced once and replayed as fused kernels
+  const eagerStep = (x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor => {
+    opt.zeroGrad();
+    const loss = kiln.crossEntropy(model.call(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  const step = opts.compile ? kiln.compile(eagerStep, { name: 'mlp_step' }) : eagerStep;
+
   const n = data.xTrain.shape[0]!;
   const batches = Math.ceil(n / batchSize);
   const losses: number[] = [];
@@ -135,11 +147,7 @@ export function trainMlp(opts: TrainMlpOptions = {}): TrainMlpResult {
       total += kiln.scope(() => {
         const idx = order.narrow(0, b * batchSize, Math.min(batchSize, n - b * batchSize));
         const x = data.xTrain.indexSelect(0, idx), y = data.yTrain.indexSelect(0, idx);
-        opt.zeroGrad();
-        const loss = kiln.crossEntropy(model.call(x), y);
-        loss.backward();
-        opt.step();
-        return loss.item();
+        return step(x, y).item();
       });
       steps++;
     }
@@ -166,15 +174,20 @@ function main(): void {
   const i = process.argv.indexOf('--epochs');
   const epochs = i >= 0 ? Number(process.argv[i + 1]) : 30;
   if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`--epochs needs a positive integer, got ${process.argv[i + 1]}`);
+  const compile = process.argv.includes('--compile');
   const data = buildMlpData();
-  console.log(`spirals: ${data.xTrain.shape[0]} train, ${data.xTest.shape[0]} test, ${data.classes} classes`);
+  console.log(`spirals: ${data.xTrain.shape[0]} train, ${data.xTest.shape[0]} test, ${data.classes} classes${compile ? ', compiled training step' : ''}`);
   const t0 = performance.now();
-  const r = trainMlp({ epochs, data, log: (l) => console.log(l) });
+  const r = trainMlp({ epochs, data, compile, log: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
   console.log(String(r.model));
   console.log(`held-out accuracy ${(r.testAccuracy * 100).toFixed(1)}% after ${r.steps} steps in ${secs.toFixed(1)} s`);
   console.log('memory after epoch 1:', r.memoryBefore);
   console.log('memory at the end:  ', kiln.memory());
+  if (compile) {
+    const s = kiln.stats();
+    console.log(`compiler: ${s.compiles} compiles, ${s.recompiles.length} recompiles, ${s.graphBreaks.length} graph breaks, ${s.cacheHits} replays, ${s.eagerFallbacks} eager fallbacks`);
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();
