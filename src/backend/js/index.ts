@@ -14,17 +14,32 @@ import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
 import { getThreadPool, isShared } from './threads.js';
-import { kernelStores, type GroupKernel } from '../../compiler/loop-ir.js';
+import { kernelLoads, kernelStores, type GroupKernel } from '../../compiler/loop-ir.js';
 
 /** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
 const PARALLEL_WORK = 1 << 17;
-/** Buffers at least this large live in shared memory, so worker threads can write them. */
-const SHARED_MIN = 1024;
+/**
+ * Eager buffers are plain memory (shared memory made eager kernels 10-15% slower here);
+ * compiled programs allocate theirs shared, and move inputs there on first parallel use.
+ */
 
 export class JsBuffer implements BackendBuffer {
-  constructor(readonly dtype: DType, readonly data: TypedArray) {}
+  constructor(readonly dtype: DType, public data: TypedArray) {}
   get size(): number {
     return this.data.length;
+  }
+  /**
+   * Moves the data into shared memory (once), so worker threads can use it. Every tensor
+   * keeps working: they hold this object, not the array.
+   */
+  share(): TypedArray {
+    if (!isShared(this.data) && typeof SharedArrayBuffer !== 'undefined') {
+      const T = TYPED_ARRAY[this.dtype];
+      const copy = new T(new SharedArrayBuffer(this.data.length * T.BYTES_PER_ELEMENT), 0, this.data.length);
+      copy.set(this.data);
+      this.data = copy;
+    }
+    return this.data;
   }
 }
 
@@ -40,7 +55,7 @@ export class JsBackend implements Backend {
 
   alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
     const T = TYPED_ARRAY[dtype];
-    if ((size >= SHARED_MIN || hint === 'shared') && typeof SharedArrayBuffer !== 'undefined') return new JsBuffer(dtype, new T(new SharedArrayBuffer(size * T.BYTES_PER_ELEMENT), 0, size));
+    if (hint === 'shared' && typeof SharedArrayBuffer !== 'undefined') return new JsBuffer(dtype, new T(new SharedArrayBuffer(size * T.BYTES_PER_ELEMENT), 0, size));
     return new JsBuffer(dtype, new T(size));
   }
   free(_buf: BackendBuffer): void {
@@ -137,13 +152,15 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
       const { fn, source } = compileKernel(spec.kernel, spec.nBuffers);
       const extent = kernelExtent(spec.kernel);
       const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
-      const writes = [...new Set(kernelStores(spec.kernel).map((st) => st.buf))];
+      const used = [...new Set([...kernelStores(spec.kernel).map((st) => st.buf), ...kernelLoads(spec.kernel)])];
       return (a) => {
         const args = a as Extract<KernelArgs, { kind: 'loop' }>;
+        const pool = parallel && !args.range ? getThreadPool() : null;
+        // threads need every buffer the kernel touches in shared memory (moved there once)
+        if (pool) for (const i of used) (args.buffers[i] as JsBuffer).share();
         const bufs = args.buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
         if (args.range) return fn(bufs, args.range[0], args.range[1]);
-        const pool = parallel ? getThreadPool() : null;
-        if (pool && writes.every((w) => isShared(bufs[w]!))) pool.run(source, fn, bufs, extent);
+        if (pool) pool.run(source, fn, bufs, extent);
         else fn(bufs, 0, extent);
       };
     }
@@ -164,10 +181,14 @@ function groupRunner(k: GroupKernel, nBuffers: number): (a: KernelArgs) => void 
   const whole = compileKernel(k, nBuffers).fn;
   const parts = k.parts.map((p) => ({ ...compileKernel(p, nBuffers), extent: kernelExtent(p), work: kernelWork(p), writes: [...new Set(p.stores.map((st) => st.buf))] }));
   const large = parts.some((p) => p.work >= PARALLEL_WORK && p.extent > 1);
+  const used = [...new Set([...kernelStores(k).map((st) => st.buf), ...kernelLoads(k)])];
   return (a) => {
     const bufs = (a as Extract<KernelArgs, { kind: 'loop' }>).buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
     const pool = large ? getThreadPool() : null;
     if (!pool) return whole(bufs, 0, 1);
+    const all = (a as Extract<KernelArgs, { kind: 'loop' }>).buffers;
+    for (const i of used) (all[i] as JsBuffer).share();
+    for (const i of used) bufs[i] = (all[i] as JsBuffer).data;
     for (const p of parts) {
       if (p.work >= PARALLEL_WORK && p.extent > 1 && p.writes.every((w) => isShared(bufs[w]!))) pool.run(p.source, p.fn, bufs, p.extent);
       else p.fn(bufs, 0, p.extent);

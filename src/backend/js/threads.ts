@@ -9,7 +9,7 @@
 import type { TypedArray } from '../../core/dtype.js';
 import { createFastMath } from './fast-math.js';
 import { createMatmul } from './matmul.js';
-import { erf, roundHalfEven } from './render-scalar.js';
+import { erf, relu32, roundHalfEven } from './render-scalar.js';
 
 interface WorkerLike {
   postMessage(m: unknown): void;
@@ -18,7 +18,7 @@ interface WorkerLike {
 }
 type WorkerThreads = { Worker: new (src: string, o: { eval: boolean; workerData: unknown }) => WorkerLike };
 
-export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'fastExp', 'fastTanh', 'matmul2d', 'createMatmul'];
+export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'relu32', 'fastExp', 'fastTanh', 'matmul2d', 'createMatmul'];
 
 function workerSource(): string {
   return `
@@ -26,6 +26,7 @@ const __name = (f) => f;
 const { parentPort, workerData } = require('node:worker_threads');
 const erf = ${erf.toString()};
 const roundHalfEven = ${roundHalfEven.toString()};
+const relu32 = ${relu32.toString()};
 const { fastExp, fastTanh } = (${createFastMath.toString()})();
 const createMatmul = ${createMatmul.toString()};
 const matmul2d = createMatmul();
