@@ -74,6 +74,15 @@ export function view(t: Tensor): ViewArg {
   return { buf: t.storage.buf, offset: t.offset, strides: t.strides };
 }
 
+/** Kernel-level copy of src into the memory of dst (same shape; casts to dst's dtype). */
+export function copyInto(dst: Tensor, src: Tensor, srcStrides: readonly number[] = src.strides): void {
+  const backend = dst.storage.backend;
+  const expr = { kind: 'op' as const, op: 'identity' as const, dtype: dst.dtype, args: [{ kind: 'input' as const, index: 0, dtype: src.dtype }] };
+  backend.launch(backend.prepare({ kind: 'pointwise', expr, outDType: dst.dtype, nInputs: 1, ndim: dst.ndim }), {
+    kind: 'pointwise', out: view(dst), inputs: [{ buf: src.storage.buf, offset: src.offset, strides: srcStrides }], shape: dst.shape, params: [],
+  });
+}
+
 export function backendOf(op: string, inputs: readonly Tensor[]): Backend {
   let b: Backend | undefined;
   for (const t of inputs) {

@@ -4,7 +4,7 @@
 import { ArgumentError, DTypeError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { normalizeDim, numel } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
+import { apply, copyInto, view, type PrimDef, expectTensor } from './dispatch.js';
 import { contiguous, pad, reshape } from './movement.js';
 import * as m from './math.js';
 import { arange, zeros } from './creation.js';
@@ -91,13 +91,6 @@ function zeroPadTo(t: Tensor, shape: readonly number[]): Tensor {
   const pads: number[] = [];
   for (let d = t.ndim - 1; d >= 0; d--) pads.push(0, shape[d]! - t.shape[d]!);
   return pad(t, pads, 0);
-}
-
-function copyInto(out: Tensor, src: Tensor): void {
-  const backend = out.storage.backend;
-  backend.launch(backend.prepare({ kind: 'pointwise', expr: { kind: 'op', op: 'identity', dtype: out.dtype, args: [{ kind: 'input', index: 0, dtype: src.dtype }] }, outDType: out.dtype, nInputs: 1, ndim: out.ndim }), {
-    kind: 'pointwise', out: view(out), inputs: [view(src)], shape: out.shape, params: [],
-  });
 }
 
 export function scatterAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {

@@ -6,7 +6,7 @@ import { AutogradError, ShapeError, fmtShape } from '../core/errors.js';
 import { broadcastShapes, shapesEqual } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
-import { runtime, view } from './dispatch.js';
+import { copyInto, runtime } from './dispatch.js';
 import { broadcastStrides } from './broadcast.js';
 import { full } from './creation.js';
 
@@ -34,15 +34,7 @@ export function assign(dst: Tensor, src: Tensor | number, op = 'copy_'): Tensor 
   if (runtime.tracer) {
     runtime.tracer.mutate(dst, value);
   } else {
-    const backend = dst.storage.backend;
-    const spec = {
-      kind: 'pointwise' as const,
-      expr: { kind: 'op' as const, op: 'identity' as const, dtype: dst.dtype, args: [{ kind: 'input' as const, index: 0, dtype: value.dtype }] },
-      outDType: dst.dtype, nInputs: 1, ndim: dst.ndim,
-    };
-    backend.launch(backend.prepare(spec), {
-      kind: 'pointwise', out: view(dst), inputs: [{ buf: value.storage.buf, offset: value.offset, strides: broadcastStrides(value, dst.shape) }], shape: dst.shape, params: [],
-    });
+    copyInto(dst, value, broadcastStrides(value, dst.shape));
     dst.storage.version++;
   }
   if (value !== src) value.dispose();

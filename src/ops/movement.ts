@@ -5,7 +5,7 @@ import type { DType } from '../core/dtype.js';
 import { ArgumentError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { inferReshape, normalizeDim, numel, shapesEqual, viewStrides } from '../core/shape.js';
 import { Tensor } from '../tensor/tensor.js';
-import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
+import { apply, copyInto, type PrimDef, expectTensor } from './dispatch.js';
 import { copy } from './pointwise.js';
 import { sum } from './reduce.js';
 import { zeros } from './creation.js';
@@ -230,18 +230,11 @@ export function select(x: Tensor, dim: number, index: number): Tensor {
 function sliceScatter(base: Tensor, src: Tensor, a: SliceAttrs): Tensor {
   // base is fresh and contiguous: write src into the strided window of it
   const win = apply(slicePrim, [base], a);
-  assignInto(win, src);
+  copyInto(win, src);
   win.dispose();
   return base;
 }
 
-/** Writes src into the memory of dst (a view), in eager mode only. */
-function assignInto(dst: Tensor, src: Tensor): void {
-  const backend = dst.storage.backend;
-  backend.launch(backend.prepare({ kind: 'pointwise', expr: { kind: 'op', op: 'identity', dtype: dst.dtype, args: [{ kind: 'input', index: 0, dtype: src.dtype }] }, outDType: dst.dtype, nInputs: 1, ndim: dst.ndim }), {
-    kind: 'pointwise', out: view(dst), inputs: [view(src)], shape: dst.shape, params: [],
-  });
-}
 
 // ---- pad (constant) ----
 
@@ -321,7 +314,7 @@ export const catPrim: PrimDef<CatAttrs> = {
       const len = t.shape[a.dim]!;
       if (len > 0) {
         const win = new Tensor(out.storage, t.shape, out.strides, out.offset + at * out.strides[a.dim]!, out.dtype, true);
-        assignInto(win, t);
+        copyInto(win, t);
         win.dispose();
       }
       at += len;
