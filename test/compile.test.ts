@@ -275,3 +275,16 @@ test('retracing a function that calls backward while a .grad exists works', () =
   kiln.scope(() => { f(b); });
   assert.ok(maxRelDiff(w.grad!, a.sum(0).add(b.sum(0))) < 1e-6);
 });
+
+test('random ops (dropout) draw fresh numbers on every compiled call, in every replay mode', () => {
+  for (const opts of [{}, { backend: 'eager' }, { fuse: false }]) {
+    kiln.compiler.reset();
+    const f = kiln.compile((x: kiln.Tensor) => kiln.dropout(x, 0.5), opts);
+    const x = kiln.ones([256]);
+    const a = (f(x) as kiln.Tensor).dataSync(), b = (f(x) as kiln.Tensor).dataSync(), c = (f(x) as kiln.Tensor).dataSync();
+    const differs = (p: ArrayLike<number>, q: ArrayLike<number>) => Array.from(p).some((v, i) => v !== q[i]);
+    assert.ok(differs(a, b) && differs(b, c), `masks repeat with ${JSON.stringify(opts)}`);
+    const kept = Array.from(c).filter((v) => v !== 0);
+    assert.ok(kept.every((v) => v === 2) && kept.length > 80 && kept.length < 176, 'kept values scaled by 1/(1-p), about half kept');
+  }
+});

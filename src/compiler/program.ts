@@ -294,7 +294,9 @@ export function interpret(graph: Graph, inputs: readonly Tensor[]): Tensor[] {
         values.set(n.id, inputs[k++]!);
         continue;
       }
-      const t = apply(n.prim!, n.inputs.map((i) => values.get(i)!), n.attrs);
+      // random nodes draw fresh numbers on every call, as eager does
+      const attrs = n.op === 'random' ? { ...(n.attrs as object), ...defaultGenerator.reserve(n.meta.shape.reduce((a, b) => a * b, 1)) } : n.attrs;
+      const t = apply(n.prim!, n.inputs.map((i) => values.get(i)!), attrs);
       values.set(n.id, t);
       made.push(t);
     }
