@@ -556,7 +556,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     producedAt.set(n.id, ctx.seq);
   }
 
-  function operand(id: number, nvBatch: number, outBatch: readonly number[]): MatmulOperand {
+  function operand(id: number, outBatch: readonly number[]): MatmulOperand {
     const n = nodes[id]!;
     const shape = n.meta.shape;
     const nvOwn = shape.length;
@@ -568,8 +568,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     if (!loadStmt || loadStmt.e.k !== 'load') throw new NeedMaterialize(id, 'matmul operand is not a strided view of a buffer');
     const at = loadStmt.e.at;
     const lead = outBatch.length - (nvOwn - 2);
-    const base: Affine = { c: outBatch.map((s, b) => (b - lead >= 0 && shape[b - lead] !== 1 ? at.c[b - lead]! : 0)), o: at.o };
-    void nvBatch;
+    const base: Affine = { c: outBatch.map((_, b) => (b - lead >= 0 && shape[b - lead] !== 1 ? at.c[b - lead]! : 0)), o: at.o };
     return { buf: loadStmt.e.buf, base, sRow: at.c[nvOwn - 2]!, sCol: at.c[nvOwn - 1]! };
   }
 
@@ -578,8 +577,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     const shape = n.meta.shape;
     const batch = shape.slice(0, -2);
     const nv = shape.length;
-    const a = operand(n.inputs[0]!, batch.length, batch);
-    const b = operand(n.inputs[1]!, batch.length, batch);
+    const a = operand(n.inputs[0]!, batch);
+    const b = operand(n.inputs[1]!, batch);
     const body = newStage();
     const kernel: MatmulKernel = {
       kind: 'matmul', name: kname('matmul'), dtype: n.meta.dtype, batch, m: shape[nv - 2]!, n: shape[nv - 1]!, k: nodes[n.inputs[0]!]!.meta.shape.at(-1)!,
@@ -775,12 +774,11 @@ function isContiguousLayout(shape: readonly number[], strides: readonly number[]
   return shape.every((s, d) => s === 1 || strides[d] === cs[d]);
 }
 
-/** For a contiguous parent read by flat index: a single "dim" that carries the flat offset. */
+/**
+ * An access of a contiguous buffer by flat index: all of the offset on the last dim (stride 1),
+ * so that flatten() with the buffer's contiguous strides gives back `flat`. Only used to load.
+ */
 function unflattenContiguous(flat: Affine, parentShape: readonly number[], nv: number): Affine[] {
-  // express as parent multi-index whose contiguous flattening equals `flat`: put it all on the last
-  // non-size-1 dim scaled by 1/stride is impossible in general, so return an access whose
-  // flatten() with the parent's contiguous strides reproduces `flat`: dim d gets flat/stride_d on
-  // exactly one dim (the last), which flatten multiplies by stride 1.
   const out = parentShape.map(() => zero(nv));
   if (parentShape.length === 0) return out;
   out[parentShape.length - 1] = flat;

@@ -45,7 +45,7 @@ export const constantPrim: PrimDef<ConstantAttrs> = {
   formatAttrs: (a) => (a.data.length <= 4 ? `[${Array.from(a.data).join(', ')}]` : `<${a.data.length} values>`),
 };
 
-function inferShape(x: NestedArray, op: string): number[] {
+function inferShape(x: NestedArray): number[] {
   const shape: number[] = [];
   let cur: NestedArray = x;
   while (Array.isArray(cur)) {
@@ -91,7 +91,7 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
   if (typeof data !== 'number' && typeof data !== 'boolean' && !Array.isArray(data)) {
     throw new ArgumentError(`expects a number, boolean, nested array or typed array, got ${data === null ? 'null' : typeof data}`, 'tensor');
   }
-  const s = inferShape(data as NestedArray, 'tensor');
+  const s = inferShape(data as NestedArray);
   const flat: number[] = [];
   flattenNested(data as NestedArray, s, 0, flat, 'tensor');
   const allBool = isAllBool(data as NestedArray);

@@ -88,7 +88,7 @@ export function batchNorm(x: Tensor, opts: BatchNormOptions): { output: Tensor; 
   const c = x.shape[1]!;
   const eps = opts.eps ?? 1e-5;
   const dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
-  const bshape = x.shape.map((s, i) => (i === 1 ? c : 1));
+  const bshape = x.shape.map((_, i) => (i === 1 ? c : 1));
   let mu: Tensor, varr: Tensor;
   let newMean: Tensor | undefined, newVar: Tensor | undefined;
   if (opts.training ?? true) {
