@@ -9,7 +9,7 @@ import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
 import { runtime } from '../ops/dispatch.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
-import { kernelLoads, kernelStores, printKernel, type LoopKernel, type MatmulKernel } from './loop-ir.js';
+import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, type LoopKernel, type MatmulKernel } from './loop-ir.js';
 
 /** The cache blockings max-autotune tries on each matmul (the first is the default). */
 const MATMUL_TILE_CANDIDATES = [
@@ -194,8 +194,8 @@ function trialExtent(k: MatmulKernel): number {
   const perUnit = kernelWorkPerUnit(k);
   return Math.max(1, Math.min(kernelExtentOf(k), Math.ceil(2e7 / perUnit)));
 }
-const kernelExtentOf = (k: MatmulKernel) => k.batch[0] ?? k.m;
-const kernelWorkPerUnit = (k: MatmulKernel) => (k.batch.length ? k.batch.slice(1).reduce((a, b) => a * b, 1) * k.m : 1) * k.n * k.k;
+const kernelExtentOf = (k: MatmulKernel) => kernelExtent(k);
+const kernelWorkPerUnit = (k: MatmulKernel) => kernelWork(k) / kernelExtent(k);
 
 /**
  * max-autotune: times each matmul kernel's cache blockings on the real shapes (a slice of its

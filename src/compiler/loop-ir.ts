@@ -116,6 +116,29 @@ export interface GroupKernel {
 
 export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel | GroupKernel;
 
+// ---- how a kernel splits across threads (the backends' `lo, hi` range) ----
+
+/** Length of the loop a kernel splits across threads (its outermost loop). */
+export function kernelExtent(k: LoopKernel): number {
+  if (k.kind === 'group') return 1; // parts are split one by one (see the JS backend)
+  if (k.kind === 'pointwise') return k.shape[0] ?? 1;
+  if (k.kind === 'row') return k.outer[0] ?? 1;
+  return splitsBatch(k) ? k.batch[0]! : k.m;
+}
+
+/** A batched matmul splits its first batch dim across threads when it has more than one entry, else its rows. */
+export function splitsBatch(k: MatmulKernel): boolean {
+  return k.batch.length > 0 && k.batch[0]! > 1;
+}
+
+/** Rough work of a kernel (elements or multiply-adds), to decide whether threads pay off. */
+export function kernelWork(k: LoopKernel): number {
+  if (k.kind === 'group') return k.parts.reduce((a, p) => a + kernelWork(p), 0);
+  if (k.kind === 'pointwise') return k.shape.reduce((a, b) => a * b, 1);
+  if (k.kind === 'row') return [...k.outer, ...k.inner].reduce((a, b) => a * b, 1) * Math.max(1, k.reductions.length);
+  return k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
+}
+
 // ---- printer ----
 
 function fmtAffine(a: Affine, names: readonly string[]): string {

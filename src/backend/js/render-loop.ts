@@ -3,6 +3,8 @@
 // index multiplication in inner loops) and no per-element function calls.
 
 import type { Affine, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
+import { kernelExtent, kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
+export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
@@ -12,21 +14,6 @@ import { createMatmul, matmul2d } from './matmul.js';
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
 export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;
 
-/** Length of the loop a kernel splits across threads. */
-export function kernelExtent(k: LoopKernel): number {
-  if (k.kind === 'group') return 1; // parts are split one by one (see the JS backend)
-  if (k.kind === 'pointwise') return k.shape[0] ?? 1;
-  if (k.kind === 'row') return k.outer[0] ?? 1;
-  return k.batch[0] ?? k.m;
-}
-
-/** Rough work of a kernel (elements or multiply-adds), to decide whether threads pay off. */
-export function kernelWork(k: LoopKernel): number {
-  if (k.kind === 'group') return k.parts.reduce((a, p) => a + kernelWork(p), 0);
-  if (k.kind === 'pointwise') return k.shape.reduce((a, b) => a * b, 1);
-  if (k.kind === 'row') return [...k.outer, ...k.inner].reduce((a, b) => a * b, 1) * Math.max(1, k.reductions.length);
-  return k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
-}
 
 const affKey = (a: Affine) => `${a.c.join(',')}+${a.o}`;
 
@@ -245,10 +232,10 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
     ...epiAffs.map((a, i) => ({ a, name: `eB${i}` })),
   ];
   // one thread's share: a range of the first batch dim, or of the rows when there is no batch
-  const splitBatch = nb > 0;
+  const splitBatch = splitsBatch(k);
   bases.forEach((b) => em.emit(`let ${b.name}_0 = ${b.a.o}${splitBatch && b.a.c[0] !== 0 ? ` + ${b.a.c[0]} * lo` : ''};`));
   k.batch.forEach((size, L) => {
-    em.emit(L === 0 ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${size}; v${L}++) {`);
+    em.emit(L === 0 && splitBatch ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${size}; v${L}++) {`);
     bases.forEach((b) => em.emit(`let ${b.name}_${L + 1} = ${b.name}_${L};`));
   });
   const at = (name: string) => `${name}_${nb}`;
