@@ -13,7 +13,7 @@ import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from '.
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
-import { log, logEnabled, warnOnce } from './logs.js';
+import { log, warnOnce } from './logs.js';
 import { counters } from './stats.js';
 import { userLocation } from './location.js';
 import { debugDump } from './debug-dir.js';
@@ -101,6 +101,9 @@ export class CompiledFunction {
   ) {
     this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
     this.argNames = paramNames(module ? module.forward : fn);
+    if (opts.dynamic) {
+      warnOnce('dynamic', `compile(${this.name}, { dynamic: true }): dynamic shapes are not implemented yet; every new input shape recompiles (up to recompileLimit)`);
+    }
   }
 
   get entryCount(): number {
@@ -217,7 +220,7 @@ export class CompiledFunction {
       log('perf', () => `${this.name}: traced and compiled in ${(report.timings.total - report.timings.firstRun).toFixed(1)} ms (trace ${report.timings.trace.toFixed(1)}, passes ${Object.entries(report.timings.passes).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}, codegen ${codegen.toFixed(1)}), then ran in ${report.timings.firstRun.toFixed(1)} ms`);
       if (!existing) {
         if (replayable) {
-          const resultTemplate = templateOf(result, tracer, compiled.graph);
+          const resultTemplate = templateOf(result);
           const guards = [...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer)];
           report.guards = guards.map((g) => g.text);
           log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
@@ -396,7 +399,7 @@ function collectProxies(v: unknown, tracer: Tracer, into: number[] = [], depth =
 type Template = { t: number } | { a: Template[] } | { o: [string, Template][] } | { v: unknown };
 
 /** The result's shape with tensors replaced by output indices. */
-function templateOf(v: unknown, tracer: Tracer, graph: Graph, ids = collectProxies(v, tracer)): Template {
+function templateOf(v: unknown): Template {
   let k = 0;
   const walk = (x: unknown, depth: number): Template => {
     if (x instanceof Tensor) return { t: k++ };
@@ -404,8 +407,6 @@ function templateOf(v: unknown, tracer: Tracer, graph: Graph, ids = collectProxi
     if (depth < 6 && x !== null && typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype) return { o: Object.entries(x).map(([key, y]) => [key, walk(y, depth + 1)]) };
     return { v: x };
   };
-  void graph;
-  void ids;
   return walk(v, 0);
 }
 
@@ -437,7 +438,6 @@ function resolveInputs(graph: Graph, args: readonly unknown[], names: readonly s
     leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
     const t = leaves.get(src.path);
     if (!(t instanceof Tensor)) throw new Error(`kiln internal: argument ${src.path} is not a tensor`);
-    void tracer;
     return t;
   });
 }
