@@ -225,8 +225,10 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   const producedAt = new Map<number, number>(); // step index that writes each materialized node's buffer
   for (const n of nodes) if (n.op === 'input' || n.op === 'constant') producedAt.set(n.id, -1);
 
-  function exprOf(id: number, acc: readonly Affine[], ctx: KernelCtx, stage: Stage): LExpr {
+  function exprOf(id: number, access: readonly Affine[], ctx: KernelCtx, stage: Stage): LExpr {
     const n = nodes[id]!;
+    // a size-1 dim is always index 0: one canonical access, so equal reads compare equal
+    const acc = canonical(access, n.meta.shape, ctx.nv);
     const local = ctx.local(id, acc, stage);
     if (local) return local;
     if (mat.has(id)) {
@@ -246,6 +248,16 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
 
   /** The value of a view or pointwise node computed from its inputs (not loaded from its buffer). */
   function defineExpr(n: GraphNode, acc: readonly Affine[], ctx: KernelCtx, stage: Stage): LExpr {
+    if (n.op === 'reshape') {
+      // a reshape of a contiguous buffer is read by flat index
+      const parent = nodes[n.inputs[0]!]!;
+      const layout = mat.has(parent.id) ? layoutOf.get(parent.id)! : null;
+      const at = producedAt.get(parent.id);
+      const buf = bufOf.get(parent.id);
+      if (layout && buf !== undefined && isContiguousLayout(parent.meta.shape, layout.strides) && !ctx.writes.has(buf) && at !== undefined && at < ctx.seq) {
+        return load(buf, flatten(acc, contiguousStrides(n.meta.shape), layout.offset, ctx.nv), parent.meta.dtype, stage, ctx);
+      }
+    }
     if (VIEWS.has(n.op)) return exprOf(n.inputs[0]!, viewAccess(n, acc, ctx.nv), ctx, stage);
     if (isPointwiseNode(n)) return pointwiseExpr(n, acc, ctx, stage);
     throw new NeedMaterialize(n.id, `${n.op} is read by a kernel that cannot compute it`);
@@ -268,13 +280,9 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
         return out;
       }
       default: {
-        // reshape: contiguous buffers are read by flat index; otherwise split dims only
-        const root = mat.has(parent.id) ? layoutOf.get(parent.id)! : null;
-        if (root && isContiguousLayout(parent.meta.shape, root.strides)) {
-          const flat = flatten(acc, contiguousStrides(n.meta.shape), 0, nv);
-          return unflattenContiguous(flat, parent.meta.shape, nv);
-        }
+        // reshape of a value not read from a buffer (buffers take the flat path in defineExpr)
         const r = reshapeAccess(acc, parent.meta.shape, n.meta.shape, nv);
+        if (!r && mat.has(parent.id)) throw new CannotFuse(`reshape of %${parent.id} before its buffer is written`);
         if (!r) throw new NeedMaterialize(parent.id, `reshape ${JSON.stringify(parent.meta.shape)} -> ${JSON.stringify(n.meta.shape)} merges dims of a value that is not in a buffer`);
         return r;
       }
@@ -399,7 +407,8 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   function rememberStored(k: LoopKernel, id: number, acc: readonly Affine[], v: LExpr, stage: Stage): void {
     let m = storedValues.get(k);
     if (!m) storedValues.set(k, (m = new Map()));
-    m.set(`${id}@${accessKey(acc)}`, { v, stage });
+    const nv = acc[0]?.c.length ?? 0;
+    m.set(`${id}@${accessKey(canonical(acc, nodes[id]!.meta.shape, nv))}`, { v, stage });
   }
 
   function identityAccess(nv: number, dims: readonly number[]): Affine[] {
@@ -544,7 +553,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
           const rn = nodes[id]!;
           const ra = rn.attrs as { dims: number[]; keepdim: boolean };
           const keptDims = full.map((_, d) => d).filter((d) => !ra.dims.includes(d));
-          const want = ra.keepdim ? full.map((_, d) => (ra.dims.includes(d) ? null : unit(nv, dimsToVar[d]!))) : keptDims.map((d) => unit(nv, dimsToVar[d]!));
+          const want = ra.keepdim ? full.map((_, d) => (ra.dims.includes(d) ? null : full[d] === 1 ? zero(nv) : unit(nv, dimsToVar[d]!))) : keptDims.map((d) => (full[d] === 1 ? zero(nv) : unit(nv, dimsToVar[d]!)));
           if (want.length === acc.length && want.every((w, i) => w === null || sameAff(w, acc[i]!))) return { k: 'red', id: rid };
           throw new CannotFuse(`reduction %${id} read at another index`);
         }
@@ -588,7 +597,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
       nv, seq: steps.length, writes: new Set(),
       local: (id, acc, stage) => {
         if (id === n.id) {
-          if (acc.every((x, d) => sameAff(x, unit(nv, d)))) return { k: 'acc' };
+          if (acc.every((x, d) => sameAff(x, shape[d] === 1 ? zero(nv) : unit(nv, d)))) return { k: 'acc' };
           throw new CannotFuse(`matmul %${id} read at another index`);
         }
         return storedLocal(kernel, id, acc, stage);
@@ -765,6 +774,14 @@ function span(m: { shape: readonly number[]; strides: readonly number[]; offset:
   return last + 1;
 }
 
+function canonical(acc: readonly Affine[], shape: readonly number[], nv: number): readonly Affine[] {
+  return shape.some((s, d) => s === 1 && !isZero(acc[d]!)) ? acc.map((a, d) => (shape[d] === 1 ? zero(nv) : a)) : acc;
+}
+
+function isZero(a: Affine): boolean {
+  return a.o === 0 && a.c.every((c) => c === 0);
+}
+
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
@@ -774,16 +791,6 @@ function isContiguousLayout(shape: readonly number[], strides: readonly number[]
   return shape.every((s, d) => s === 1 || strides[d] === cs[d]);
 }
 
-/**
- * An access of a contiguous buffer by flat index: all of the offset on the last dim (stride 1),
- * so that flatten() with the buffer's contiguous strides gives back `flat`. Only used to load.
- */
-function unflattenContiguous(flat: Affine, parentShape: readonly number[], nv: number): Affine[] {
-  const out = parentShape.map(() => zero(nv));
-  if (parentShape.length === 0) return out;
-  out[parentShape.length - 1] = flat;
-  return out;
-}
 
 function realConsumers(id: number, nodes: readonly GraphNode[], consumers: readonly number[][]): number[] {
   const out: number[] = [];
