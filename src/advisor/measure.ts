@@ -1,0 +1,442 @@
+// Measures a workload eager vs compiled: first calls, steady-state latency, warm-up and
+// break-even, accuracy, compiler statistics and memory, per compiler backend.
+//
+// Method, per backend:
+//  1. kiln.compiler.reset() (cold: no compiled entries, counters at zero), then setup() twice
+//     with the same seed: one instance runs eagerly, the other through kiln.compile(fn).
+//  2. `warmup + calls` rounds; each round calls the compiled variant, then the eager one
+//     (round-robin, so load from other processes hits both alike). The compiled variant goes
+//     first in round 1, so its first call is the process's first call of the workload: it
+//     pays trace + compile + first run and also some one-time JIT warm-up of kiln's own code,
+//     which makes the warm-up figure conservative (it counts against compiling).
+//  3. Every call runs inside kiln.scope (inference also under kiln.noGrad) and is timed
+//     with the scope's disposal, but without reading the outputs back, which happens after
+//     each call for the accuracy check: the compiled output (or training loss) of round i
+//     is compared with the eager one of round i. Training instances also compare their
+//     parameters after the last round.
+//  4. Steady state = the last `calls` rounds (median, p95). Per-call latencies of every
+//     round are kept for the chart. kiln.stats() after the rounds gives graph breaks,
+//     recompiles, fallbacks and the compile time; peak memory is measured around each call
+//     with kiln.resetPeakMemory() / kiln.memory().peakBytes.
+
+import * as os from 'node:os';
+import * as kiln from 'kiln';
+import { checkInstance, type LoadedWorkload, type WorkloadInstance } from './workload.js';
+import { breakEven, type BreakEven } from './verdict.js';
+
+/** Compiler backends the advisor can measure today (CompileOptions.backend). */
+export const KNOWN_BACKENDS = ['js', 'eager'] as const;
+
+export interface MeasureOptions {
+  /** steady-state calls timed per variant (default 30) */
+  calls: number;
+  /** calls before the steady state (still recorded per call; default 10) */
+  warmup: number;
+  seed: number;
+  /** kiln.compile backends to measure (default ['js']) */
+  backends: readonly string[];
+  /** max relative error of outputs / losses (default 1e-3) */
+  tolerance: number;
+  /** max relative error of final parameters, relative to max(1, |p|) (default 1e-3) */
+  paramTolerance: number;
+  /** progress lines (default: none) */
+  progress?: (line: string) => void;
+}
+
+export const DEFAULT_MEASURE: Omit<MeasureOptions, 'progress'> = { calls: 30, warmup: 10, seed: 20261130, backends: ['js'], tolerance: 1e-3, paramTolerance: 1e-3 };
+
+export interface LatencySummary {
+  firstCallMs: number;
+  n: number;
+  medianMs: number;
+  p95Ms: number;
+  minMs: number;
+  meanMs: number;
+  /** largest kiln.memory() growth during a steady-state call (bytes) */
+  peakBytes: number;
+  /** the same during the first call */
+  firstCallPeakBytes: number;
+}
+
+export interface CompilerFacts {
+  compiles: number;
+  graphsCompiled: number;
+  cacheHits: number;
+  cacheMisses: number;
+  segmentHits: number;
+  eagerFallbacks: number;
+  fallbackReasons: string[];
+  fusionFallbacks: number;
+  recompiles: { fn: string; reason: string }[];
+  /** distinct breaks (reason + location), with how often each was hit */
+  graphBreaks: { reason: string; location: string; hint: string; count: number }[];
+  /** graphs of the last trace: ops, generated kernels, planned peak bytes */
+  graphs: { ops: number; kernels: number | null; peakBytes: number | null }[];
+  /** kiln.stats().compileTimeMs after the first call (trace + passes + codegen, without the first run) */
+  compileTimeMsFirstCall: number;
+  /** kiln.stats().compileTimeMs after all calls (every trace) */
+  compileTimeMsTotal: number;
+  /** 1-based compiled calls that traced (cacheMisses grew) */
+  tracedCalls: number[];
+}
+
+export interface AccuracyResult {
+  ok: boolean;
+  compared: 'outputs' | 'losses';
+  /** max over calls of max|compiled - eager| / max(max|eager|, 1e-6), per output */
+  maxRelErr: number;
+  /** 1-based call with the largest error (null when all are 0) */
+  worstCall: number | null;
+  tolerance: number;
+  /** training: max over parameters of max|compiled - eager| / max(1, max|eager|) after the last step */
+  paramsMaxRelErr: number | null;
+  paramTolerance: number;
+  /** training with scalar losses: the losses per call */
+  losses: { eager: number[]; compiled: number[] } | null;
+  detail: string;
+}
+
+export interface BackendMeasurement {
+  backend: string;
+  status: 'ok' | 'failed';
+  /** why the compiled variant failed (status 'failed') */
+  error: string | null;
+  eager: LatencySummary;
+  compiled: LatencySummary & { planPeakBytes: number | null };
+  /** eager median / compiled median */
+  speedup: number;
+  /**
+   * 95% bootstrap interval of the speedup (percentiles of the ratio of medians over 1000
+   * resamples of the steady-state calls, seeded): when it contains 1, the timings are too
+   * noisy to tell whether compiled is faster
+   */
+  speedupInterval: [number, number] | null;
+  breakEven: BreakEven;
+  /** first compiled call - first eager call (ms) */
+  firstCallExtraMs: number;
+  perCall: { eagerMs: number[]; compiledMs: number[] };
+  accuracy: AccuracyResult;
+  compiler: CompilerFacts;
+}
+
+export interface Measurement {
+  workload: { name: string; kind: 'training' | 'inference'; description: string | null; source: string; shapes: string[] | null; inputShapes: string[] };
+  options: Omit<MeasureOptions, 'progress'>;
+  machine: { node: string; platform: string; arch: string; cpuModel: string; logicalCpus: number; kilnThreads: string | null; loadAvg: number[] };
+  backends: BackendMeasurement[];
+  totalMs: number;
+}
+
+// ---------------------------------------------------------------- helpers
+
+type Values = Float64Array[];
+
+function outputsOf(out: unknown): kiln.Tensor[] {
+  if (kiln.isTensor(out)) return [out];
+  if (Array.isArray(out) && out.every((t) => kiln.isTensor(t))) return out as kiln.Tensor[];
+  throw new Error(`the workload's fn must return a tensor or an array of tensors, got ${out === null ? 'null' : typeof out}`);
+}
+
+function read(out: unknown): Values {
+  return outputsOf(out).map((t) => Float64Array.from(t.dataSync() as ArrayLike<number>));
+}
+
+/** max|a - b| / max(max|b|, floor) for one tensor; NaN where exactly one side is NaN counts as Infinity. */
+export function relErr(a: ArrayLike<number>, b: ArrayLike<number>, floor = 1e-6): number {
+  if (a.length !== b.length) return Infinity;
+  let d = 0, m = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!, y = b[i]!;
+    if (Number.isNaN(x) || Number.isNaN(y)) {
+      if (Number.isNaN(x) !== Number.isNaN(y)) return Infinity;
+      continue;
+    }
+    const diff = Math.abs(x - y);
+    if (diff > d || diff === Infinity) d = diff;
+    if (Math.abs(y) > m) m = Math.abs(y);
+  }
+  if (d === Infinity) return Infinity;
+  return d / Math.max(m, floor);
+}
+
+function valuesRelErr(c: Values, e: Values): number {
+  if (c.length !== e.length) return Infinity;
+  let r = 0;
+  for (let i = 0; i < c.length; i++) r = Math.max(r, relErr(c[i]!, e[i]!));
+  return r;
+}
+
+export function summarizeMs(samples: readonly number[]): { n: number; medianMs: number; p95Ms: number; minMs: number; meanMs: number } {
+  if (samples.length === 0) return { n: 0, medianMs: NaN, p95Ms: NaN, minMs: NaN, meanMs: NaN };
+  const s = [...samples].sort((a, b) => a - b);
+  const n = s.length, mid = n >> 1;
+  return {
+    n,
+    medianMs: n % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2,
+    p95Ms: s[Math.min(n - 1, Math.ceil(0.95 * n) - 1)]!, // nearest rank
+    minMs: s[0]!,
+    meanMs: s.reduce((a, b) => a + b, 0) / n,
+  };
+}
+
+/** 95% bootstrap percentile interval of median(eager) / median(compiled), deterministic. */
+export function speedupInterval(eager: readonly number[], compiled: readonly number[], resamples = 1000, seed = 12345): [number, number] | null {
+  if (eager.length < 3 || compiled.length < 3) return null;
+  let st = seed >>> 0;
+  const rand = (): number => {
+    st = (st + 0x6d2b79f5) >>> 0; // mulberry32
+    let t = st;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const med = (xs: readonly number[]): number => {
+    const r = Array.from({ length: xs.length }, () => xs[Math.floor(rand() * xs.length)]!).sort((a, b) => a - b);
+    const m = r.length >> 1;
+    return r.length % 2 ? r[m]! : (r[m - 1]! + r[m]!) / 2;
+  };
+  const ratios: number[] = [];
+  for (let i = 0; i < resamples; i++) ratios.push(med(eager) / med(compiled));
+  ratios.sort((a, b) => a - b);
+  return [ratios[Math.floor(0.025 * (resamples - 1))]!, ratios[Math.ceil(0.975 * (resamples - 1))]!];
+}
+
+interface CallResult {
+  ms: number;
+  peakBytes: number;
+  values: Values;
+}
+
+function timedCall(call: () => unknown, inference: boolean): CallResult {
+  let values: Values = [];
+  let readMs = 0;
+  const before = kiln.memory().bytes;
+  kiln.resetPeakMemory();
+  const body = (): void => {
+    kiln.scope(() => {
+      const out = call();
+      const r0 = performance.now();
+      values = read(out);
+      readMs = performance.now() - r0;
+    });
+  };
+  const t0 = performance.now();
+  if (inference) kiln.noGrad(body);
+  else body();
+  const ms = performance.now() - t0 - readMs;
+  return { ms, peakBytes: Math.max(0, kiln.memory().peakBytes - before), values };
+}
+
+const shapeOf = (t: kiln.Tensor): string => `[${t.shape.join(',')}] ${t.dtype}`;
+const round = (x: number, d = 4): number => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
+
+function fmt(ms: number): string {
+  return ms >= 100 ? `${ms.toFixed(0)} ms` : ms >= 1 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(3)} ms`;
+}
+
+function dispose(inst: WorkloadInstance | null): void {
+  try {
+    inst?.dispose?.();
+  } catch {
+    // a failing dispose must not hide the measurement
+  }
+}
+
+// ---------------------------------------------------------------- one backend
+
+async function measureBackend(lw: LoadedWorkload, backend: string, o: MeasureOptions): Promise<{ m: BackendMeasurement; inputShapes: string[] }> {
+  const w = lw.workload;
+  const say = o.progress ?? (() => {});
+  const inference = w.kind === 'inference';
+  kiln.compiler.reset();
+  const eagerInst = checkInstance(await w.setup({ seed: o.seed }), w.name);
+  const compInst = checkInstance(await w.setup({ seed: o.seed }), w.name);
+  const inputShapes = eagerInst.inputs.map(shapeOf);
+  const compiled = kiln.compile(compInst.fn as (...a: kiln.Tensor[]) => unknown, { backend, name: w.name });
+  const rounds = o.warmup + o.calls;
+  const eMs: number[] = [], cMs: number[] = [], ePeak: number[] = [], cPeak: number[] = [];
+  const traced: number[] = [];
+  const eLoss: number[] = [], cLoss: number[] = [];
+  let scalarLosses = !inference;
+  let maxRel = 0, worst: number | null = null;
+  let error: string | null = null;
+  let compileFirst = 0;
+  const started = performance.now();
+  let lastProgress = started;
+
+  for (let i = 1; i <= rounds; i++) {
+    // compiled first: its first call is the cold one
+    let c: CallResult | null = null;
+    if (error === null) {
+      const misses = kiln.stats().cacheMisses;
+      try {
+        c = timedCall(() => compiled(...compInst.inputs), inference);
+      } catch (e) {
+        error = `${(e as Error).name}: ${(e as Error).message}`;
+        say(`  ${backend}: the compiled call ${i} threw: ${error}`);
+      }
+      if (c) {
+        if (kiln.stats().cacheMisses > misses) traced.push(i);
+        if (i === 1) compileFirst = kiln.stats().compileTimeMs;
+      }
+    }
+    let e: CallResult;
+    try {
+      e = timedCall(() => eagerInst.fn(...eagerInst.inputs), inference);
+    } catch (err) {
+      dispose(eagerInst);
+      dispose(compInst);
+      throw new Error(`workload '${w.name}': the eager call ${i} threw (the workload itself is broken): ${(err as Error).message}`, { cause: err });
+    }
+    eMs.push(e.ms);
+    ePeak.push(e.peakBytes);
+    if (c) {
+      cMs.push(c.ms);
+      cPeak.push(c.peakBytes);
+      const r = valuesRelErr(c.values, e.values);
+      if (r > maxRel || (Number.isNaN(r) && !Number.isNaN(maxRel))) {
+        maxRel = r;
+        worst = i;
+      }
+      if (scalarLosses && c.values.length === 1 && c.values[0]!.length === 1 && e.values[0]!.length === 1) {
+        cLoss.push(c.values[0]![0]!);
+        eLoss.push(e.values[0]![0]!);
+      } else scalarLosses = false;
+    }
+    if (i === 1) {
+      say(`  ${backend}: call 1: compiled ${c ? fmt(c.ms) : 'failed'} (trace + compile ${fmt(compileFirst)} + first run), eager ${fmt(e.ms)}`);
+    } else if (performance.now() - lastProgress > 1000 || i === o.warmup || i === rounds) {
+      lastProgress = performance.now();
+      const recentE = summarizeMs(eMs.slice(-10)).medianMs, recentC = summarizeMs(cMs.slice(-10)).medianMs;
+      say(`  ${backend}: call ${i}/${rounds}${i <= o.warmup ? ' (warm-up)' : ''}: eager ${fmt(recentE)}, compiled ${cMs.length ? fmt(recentC) : 'n/a'} (recent median)`);
+    }
+  }
+
+  // parameters after the last step (training)
+  let paramsRel: number | null = null;
+  if (!inference && error === null && eagerInst.params && compInst.params) {
+    const pe = eagerInst.params, pc = compInst.params;
+    if (pe.length !== pc.length) paramsRel = Infinity;
+    else {
+      paramsRel = 0;
+      for (let k = 0; k < pe.length; k++) {
+        const a = Float64Array.from(pc[k]!.dataSync() as ArrayLike<number>), b = Float64Array.from(pe[k]!.dataSync() as ArrayLike<number>);
+        paramsRel = Math.max(paramsRel, relErr(a, b, 1));
+      }
+    }
+  }
+
+  const st = kiln.stats();
+  const report = (compiled as unknown as { compiled?: { report?: { graphs: { ops: number; kernels?: number; peakBytes?: number }[] } | null } }).compiled?.report;
+  const graphs = (report?.graphs ?? []).map((g) => ({ ops: g.ops, kernels: g.kernels ?? null, peakBytes: g.peakBytes ?? null }));
+  const planPeaks = graphs.map((g) => g.peakBytes).filter((x): x is number => x !== null);
+  const breaks = new Map<string, { reason: string; location: string; hint: string; count: number }>();
+  for (const b of st.graphBreaks) {
+    const key = `${b.location}\u0000${b.reason}`;
+    const prev = breaks.get(key);
+    if (prev) prev.count++;
+    else breaks.set(key, { reason: b.reason, location: b.location, hint: b.hint, count: 1 });
+  }
+  kiln.compiler.reset();
+  dispose(eagerInst);
+  dispose(compInst);
+
+  const warm = o.warmup;
+  const steadyE = eMs.slice(warm), steadyC = cMs.slice(warm);
+  const se = summarizeMs(steadyE.length ? steadyE : eMs), sc = summarizeMs(steadyC.length ? steadyC : cMs);
+  const peakOf = (xs: number[]) => (xs.length > warm ? Math.max(...xs.slice(warm)) : xs.length ? Math.max(...xs) : 0);
+  const inWarm = traced.filter((t) => t <= Math.max(1, warm));
+  const k = inWarm.length ? Math.max(...inWarm) : 1;
+  const be = breakEven({ eagerPerCallMs: eMs, compiledPerCallMs: cMs, warmupCalls: k, eagerMedianMs: se.medianMs, compiledMedianMs: error === null ? sc.medianMs : NaN });
+  const accOk = error === null && maxRel <= o.tolerance && (paramsRel === null || paramsRel <= o.paramTolerance);
+  const compared = inference ? 'outputs' : 'losses';
+  const accuracy: AccuracyResult = {
+    ok: accOk,
+    compared,
+    maxRelErr: error === null ? maxRel : Infinity,
+    worstCall: maxRel > 0 ? worst : null,
+    tolerance: o.tolerance,
+    paramsMaxRelErr: paramsRel,
+    paramTolerance: o.paramTolerance,
+    losses: scalarLosses && eLoss.length ? { eager: eLoss, compiled: cLoss } : null,
+    detail: error !== null
+      ? `not compared: the compiled call failed (${error})`
+      : `${compared} of ${cMs.length} calls: max rel. error ${maxRel.toExponential(2)}${worst !== null && maxRel > 0 ? ` (call ${worst})` : ''}` +
+        (paramsRel !== null ? `; parameters after ${cMs.length} steps: ${paramsRel.toExponential(2)}` : ''),
+  };
+  const m: BackendMeasurement = {
+    backend,
+    status: error === null ? 'ok' : 'failed',
+    error,
+    eager: { firstCallMs: round(eMs[0]!), n: se.n, medianMs: round(se.medianMs), p95Ms: round(se.p95Ms), minMs: round(se.minMs), meanMs: round(se.meanMs), peakBytes: peakOf(ePeak), firstCallPeakBytes: ePeak[0] ?? 0 },
+    compiled: {
+      firstCallMs: round(cMs[0] ?? NaN),
+      n: sc.n, medianMs: round(sc.medianMs), p95Ms: round(sc.p95Ms), minMs: round(sc.minMs), meanMs: round(sc.meanMs),
+      peakBytes: peakOf(cPeak), firstCallPeakBytes: cPeak[0] ?? 0,
+      planPeakBytes: planPeaks.length ? Math.max(...planPeaks) : null,
+    },
+    speedup: error === null ? round(se.medianMs / sc.medianMs) : 0,
+    speedupInterval: error === null ? (speedupInterval(steadyE, steadyC)?.map((x) => round(x)) as [number, number] | undefined) ?? null : null,
+    breakEven: { ...be, eagerWarmupMs: round(be.eagerWarmupMs), compiledWarmupMs: round(be.compiledWarmupMs), extraWarmupMs: round(be.extraWarmupMs), perCallSavingMs: round(be.perCallSavingMs) },
+    firstCallExtraMs: round((cMs[0] ?? NaN) - eMs[0]!),
+    perCall: { eagerMs: eMs.map((x) => round(x)), compiledMs: cMs.map((x) => round(x)) },
+    accuracy,
+    compiler: {
+      compiles: st.compiles,
+      graphsCompiled: st.graphsCompiled,
+      cacheHits: st.cacheHits,
+      cacheMisses: st.cacheMisses,
+      segmentHits: st.segmentHits,
+      eagerFallbacks: st.eagerFallbacks,
+      fallbackReasons: st.fallbackReasons,
+      fusionFallbacks: st.fusionFallbacks,
+      recompiles: st.recompiles.map((r) => ({ fn: r.fn, reason: r.reason })),
+      graphBreaks: [...breaks.values()],
+      graphs,
+      compileTimeMsFirstCall: round(compileFirst),
+      compileTimeMsTotal: round(st.compileTimeMs),
+      tracedCalls: traced,
+    },
+  };
+  say(`  ${backend}: done in ${fmt(performance.now() - started)}: eager ${fmt(se.medianMs)}, compiled ${error === null ? fmt(sc.medianMs) : 'failed'} (median of ${se.n})`);
+  return { m, inputShapes };
+}
+
+// ---------------------------------------------------------------- all backends
+
+export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> = {}): Promise<Measurement> {
+  const o: MeasureOptions = { ...DEFAULT_MEASURE, ...opts };
+  if (!(Number.isInteger(o.calls) && o.calls >= 1)) throw new Error(`calls must be a positive integer, got ${o.calls}`);
+  if (!(Number.isInteger(o.warmup) && o.warmup >= 1)) throw new Error(`warmup must be an integer >= 1, got ${o.warmup}`);
+  for (const b of o.backends) {
+    if (!(KNOWN_BACKENDS as readonly string[]).includes(b)) throw new Error(`backend '${b}' is not available to the advisor (have: ${KNOWN_BACKENDS.join(', ')})`);
+  }
+  if (o.backends.length === 0) throw new Error('no backend to measure');
+  const w = lw.workload;
+  const say = o.progress ?? (() => {});
+  const t0 = performance.now();
+  say(`kiln advise: ${w.name} (${w.kind}, ${lw.source}): ${o.warmup} warm-up + ${o.calls} timed calls per variant, seed ${o.seed}`);
+  const backends: BackendMeasurement[] = [];
+  let inputShapes: string[] = [];
+  for (const b of o.backends) {
+    const r = await measureBackend(lw, b, o);
+    backends.push(r.m);
+    inputShapes = r.inputShapes;
+  }
+  const { progress: _p, ...options } = o;
+  return {
+    workload: { name: w.name, kind: w.kind, description: w.description ?? null, source: lw.source, shapes: w.shapes ? [...w.shapes] : null, inputShapes },
+    options: { ...options, backends: [...o.backends] },
+    machine: {
+      node: process.version,
+      platform: process.platform,
+      arch: process.arch,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      logicalCpus: os.cpus().length,
+      kilnThreads: process.env.KILN_THREADS ?? null,
+      loadAvg: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    },
+    backends,
+    totalMs: round(performance.now() - t0, 1),
+  };
+}

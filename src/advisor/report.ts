@@ -1,0 +1,170 @@
+// The advisor's report: measurement + usage -> projection, verdict and checklist, as a JSON
+// document (docs/advisor-report.schema.json) and as a terminal summary.
+
+import type { BackendMeasurement, Measurement } from './measure.js';
+import {
+  BREAK_EVEN_DEFINITION, checklist, decide, DEFAULT_THRESHOLDS, project,
+  type CheckItem, type Projection, type Usage, type VerdictInput, type VerdictResult, type VerdictThresholds,
+} from './verdict.js';
+
+export const REPORT_SCHEMA_VERSION = 1;
+
+export interface AdvisorReport {
+  schemaVersion: number;
+  tool: 'kiln advise';
+  generatedAt: string;
+  command: string | null;
+  workload: Measurement['workload'];
+  machine: Measurement['machine'];
+  options: Measurement['options'];
+  usage: {
+    callsPerDay: number;
+    processLifetime: { calls: number | null; seconds: number | null };
+    monthlyComputeCostUsd: number | null;
+    engineerWeeks: number;
+    engineerWeekCostUsd: number;
+    amortizationMonths: number;
+    /** defaults the user did not give */
+    assumptions: string[];
+  };
+  /** the backend the verdict is about (the first measured) */
+  primaryBackend: string;
+  backends: BackendMeasurement[];
+  breakEvenDefinition: string;
+  projection: Projection;
+  verdict: VerdictResult;
+  checklist: CheckItem[];
+  measurementMs: number;
+}
+
+/** Finite numbers stay, NaN and +-Infinity become null (JSON has neither). */
+function finiteOrNull<T>(x: T): T {
+  return JSON.parse(JSON.stringify(x, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))) as T;
+}
+
+export function verdictInput(m: BackendMeasurement, kind: 'training' | 'inference', productionShapes: readonly string[] | null): VerdictInput {
+  return {
+    kind,
+    eagerMedianMs: m.eager.medianMs,
+    compiledMedianMs: m.compiled.medianMs,
+    speedup: m.speedup,
+    speedupInterval: m.speedupInterval,
+    breakEven: m.breakEven,
+    firstCallExtraMs: m.firstCallExtraMs,
+    compileTimeMs: m.compiler.compileTimeMsTotal,
+    graphBreaks: m.compiler.graphBreaks,
+    accuracy: {
+      ok: m.accuracy.ok,
+      compared: m.accuracy.compared,
+      maxRelErr: m.accuracy.maxRelErr,
+      tolerance: m.accuracy.tolerance,
+      paramsMaxRelErr: m.accuracy.paramsMaxRelErr,
+      paramTolerance: m.accuracy.paramTolerance,
+    },
+    replays: m.compiler.cacheHits + m.compiler.segmentHits,
+    eagerFallbacks: m.compiler.eagerFallbacks,
+    fallbackReasons: m.compiler.fallbackReasons,
+    fusionFallbacks: m.compiler.fusionFallbacks,
+    recompileReasons: m.compiler.recompiles.map((r) => r.reason),
+    productionShapes,
+    error: m.error,
+  };
+}
+
+export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions?: string[]; command?: string | null; thresholds?: VerdictThresholds } = {}): AdvisorReport {
+  const primary = meas.backends[0];
+  if (!primary) throw new Error('no backend was measured');
+  const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes);
+  const projection = project({ eagerMedianMs: primary.eager.medianMs, compiledMedianMs: primary.compiled.medianMs, breakEven: primary.breakEven }, usage);
+  const verdict = decide(vi, projection, { ...DEFAULT_THRESHOLDS, tolerance: primary.accuracy.tolerance, ...opts.thresholds });
+  const lt = usage.processLifetime;
+  return finiteOrNull({
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    tool: 'kiln advise',
+    generatedAt: new Date().toISOString(),
+    command: opts.command ?? null,
+    workload: meas.workload,
+    machine: meas.machine,
+    options: meas.options,
+    usage: {
+      callsPerDay: usage.callsPerDay,
+      processLifetime: { calls: 'calls' in lt ? lt.calls : null, seconds: 'seconds' in lt ? lt.seconds : null },
+      monthlyComputeCostUsd: usage.monthlyComputeCostUsd,
+      engineerWeeks: usage.engineerWeeks,
+      engineerWeekCostUsd: usage.engineerWeekCostUsd,
+      amortizationMonths: usage.amortizationMonths,
+      assumptions: opts.assumptions ?? [],
+    },
+    primaryBackend: primary.backend,
+    backends: meas.backends,
+    breakEvenDefinition: BREAK_EVEN_DEFINITION,
+    projection,
+    verdict,
+    checklist: checklist(vi),
+    measurementMs: meas.totalMs,
+  } satisfies AdvisorReport);
+}
+
+/** Whether compiled is faster on the primary backend (for --fail-if-slower). */
+export function compiledIsFaster(r: AdvisorReport): boolean {
+  const b = r.backends.find((x) => x.backend === r.primaryBackend);
+  return !!b && b.status === 'ok' && typeof b.speedup === 'number' && b.speedup > 1;
+}
+
+// ---------------------------------------------------------------- terminal
+
+const fmtMs = (x: number | null): string => (x === null || !Number.isFinite(x) ? 'n/a' : x >= 100 ? `${x.toFixed(0)} ms` : x >= 1 ? `${x.toFixed(2)} ms` : `${x.toFixed(3)} ms`);
+const fmtBytes = (b: number | null): string => (b === null ? 'n/a' : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`);
+const fmtUsd = (x: number | null): string => (x === null ? 'n/a' : `${x < 0 ? '-' : ''}$${Math.abs(x).toLocaleString('en-US', { maximumFractionDigits: 0 })}`);
+const fmtNum = (x: number | null): string => (x === null ? 'never' : x.toLocaleString('en-US', { maximumFractionDigits: 2 }));
+const sci = (x: number | null): string => (x === null ? 'n/a (not comparable)' : x.toExponential(2));
+
+/** The summary printed at the end of `kiln advise`. */
+export function formatSummary(r: AdvisorReport): string {
+  const L: string[] = [];
+  const w = r.workload;
+  L.push('');
+  L.push(`kiln advise: ${w.name} (${w.kind}) from ${w.source}`);
+  if (w.description) L.push(`  ${w.description}`);
+  L.push(`  inputs: ${w.inputShapes.join(', ')}; ${r.options.warmup} warm-up + ${r.options.calls} timed calls per variant; ${r.machine.cpuModel}, ${r.machine.logicalCpus} CPUs, load ${r.machine.loadAvg.join(' ')}`);
+  if ((r.machine.loadAvg[0] ?? 0) > r.machine.logicalCpus) L.push(`  note: the machine is busy (load ${r.machine.loadAvg[0]} on ${r.machine.logicalCpus} CPUs): timings are noisy`);
+  L.push('');
+  L.push('  backend  eager med/p95         compiled med/p95      speedup  1st eager  1st compiled  compile   break-even');
+  for (const b of r.backends) {
+    if (b.status !== 'ok') {
+      L.push(`  ${b.backend.padEnd(7)}  ${`${fmtMs(b.eager.medianMs)} / ${fmtMs(b.eager.p95Ms)}`.padEnd(20)}  FAILED: ${b.error}`);
+      continue;
+    }
+    L.push(
+      `  ${b.backend.padEnd(7)}  ${`${fmtMs(b.eager.medianMs)} / ${fmtMs(b.eager.p95Ms)}`.padEnd(20)}  ${`${fmtMs(b.compiled.medianMs)} / ${fmtMs(b.compiled.p95Ms)}`.padEnd(20)}  ` +
+        `${`${b.speedup.toFixed(2)}x`.padEnd(7)}  ${fmtMs(b.eager.firstCallMs).padEnd(9)}  ${fmtMs(b.compiled.firstCallMs).padEnd(12)}  ${fmtMs(b.compiler.compileTimeMsTotal).padEnd(8)}  ${b.breakEven.calls === null ? 'never' : `${fmtNum(b.breakEven.calls)} calls`}`,
+    );
+  }
+  const p = r.backends.find((b) => b.backend === r.primaryBackend)!;
+  L.push('');
+  L.push(`  warm-up: ${p.breakEven.warmupCalls} call(s) traced; they took ${fmtMs(p.breakEven.compiledWarmupMs)} compiled vs ${fmtMs(p.breakEven.eagerWarmupMs)} eager: ${fmtMs(p.breakEven.extraWarmupMs)} extra per process start`);
+  if (p.speedupInterval) L.push(`  speedup ${p.speedup.toFixed(2)}x, 95% interval ${p.speedupInterval[0].toFixed(2)}x-${p.speedupInterval[1].toFixed(2)}x (bootstrap over the timed calls)${p.speedupInterval[0] <= 1 && p.speedupInterval[1] >= 1 ? ': NOISY, compiled may or may not be faster' : ''}`);
+  L.push(`  per-call saving ${fmtMs(p.breakEven.perCallSavingMs)} -> ${p.breakEven.calls === null ? 'no break-even (compiled is not faster)' : `break-even after ${fmtNum(p.breakEven.calls)} calls`}`);
+  L.push(`  accuracy: ${p.accuracy.compared} max rel. error ${sci(p.accuracy.maxRelErr)} (tolerance ${p.accuracy.tolerance.toExponential(0)})${p.accuracy.paramsMaxRelErr !== undefined && p.accuracy.paramsMaxRelErr !== null ? `, final parameters ${sci(p.accuracy.paramsMaxRelErr)}` : ''}: ${p.accuracy.ok ? 'ok' : 'PROBLEM'}`);
+  const c = p.compiler;
+  L.push(`  compiler: ${c.compiles} compile(s), ${c.graphsCompiled} graph(s), ${c.cacheHits + c.segmentHits} replays${c.segmentHits ? ` (${c.segmentHits} of graph segments)` : ''}, ${c.recompiles.length} recompiles, ${c.graphBreaks.length} graph break(s), ${c.eagerFallbacks} eager fallbacks, ${c.fusionFallbacks} fusion fallbacks`);
+  for (const b of c.graphBreaks) L.push(`    graph break at ${b.location}: ${b.reason}${b.count > 1 ? ` (x${b.count})` : ''}`);
+  for (const x of c.recompiles.slice(0, 5)) L.push(`    recompile: ${x.reason}`);
+  L.push(`  memory (peak growth during a call): eager ${fmtBytes(p.eager.peakBytes)}, compiled ${fmtBytes(p.compiled.peakBytes)} + planned program buffers ${fmtBytes(p.compiled.planPeakBytes)}`);
+  const j = r.projection;
+  L.push('');
+  L.push(`  usage: ${fmtNum(j.callsPerDay)} calls/day, ${fmtNum(Math.round(j.callsPerProcess))} calls per process (${fmtNum(Math.round(j.processStartsPerMonth))} starts/month)${r.usage.assumptions.length ? ` [assumed: ${r.usage.assumptions.join('; ')}]` : ''}`);
+  L.push(`  per month: eager ${j.eagerHoursPerMonth.toFixed(2)} h, compiled ${j.compiledHoursPerMonth.toFixed(2)} h (warm-up ${j.warmupHoursPerMonth.toFixed(3)} h): ${j.savedHoursPerMonth.toFixed(2)} h saved (${(j.savedFraction * 100).toFixed(1)}%)`);
+  if (j.monthlyComputeCostUsd !== null) {
+    L.push(`  cost: ${fmtUsd(j.computeSavingUsdPerMonth)}/month saved of ${fmtUsd(j.monthlyComputeCostUsd)}; engineering ${fmtUsd(j.engineeringCostUsd)} (${fmtUsd(j.engineeringCostUsdPerMonth)}/month over ${j.amortizationMonths}): net ${fmtUsd(j.netSavingUsdPerMonth)}/month${j.paybackMonths !== null ? `, pays back in ${j.paybackMonths.toFixed(1)} months` : ''}`);
+  } else {
+    L.push(`  cost: give --monthly-compute-cost USD for a cost projection (engineering: ${fmtUsd(j.engineeringCostUsd)})`);
+  }
+  L.push('');
+  L.push(`  VERDICT: ${r.verdict.headline}${r.verdict.confidence === 'uncertain' ? ' (uncertain: noisy timings)' : ''}`);
+  for (const x of r.verdict.reasons) L.push(`    - ${x}`);
+  L.push('');
+  L.push('  go-live checklist:');
+  for (const x of r.checklist) L.push(`    [${x.status === 'pass' ? 'pass' : x.status === 'fail' ? 'FAIL' : ' ?? '}] ${x.item}: ${x.detail}`);
+  return L.join('\n');
+}

@@ -1,0 +1,459 @@
+// The advisor's decisions, as pure functions of measured numbers and the user's usage
+// figures: break-even, the monthly projection, the verdict and the go-live checklist.
+// Nothing here measures, reads files or touches kiln's state (unit-tested on made-up inputs).
+
+// ---------------------------------------------------------------- break-even
+
+export interface BreakEvenInput {
+  /** eager latency of each call, in call order (ms) */
+  eagerPerCallMs: readonly number[];
+  /** compiled latency of each call, in call order (ms) */
+  compiledPerCallMs: readonly number[];
+  /**
+   * K: the leading calls that count as warm-up: up to and including the last compiled call
+   * that traced (kiln.stats().cacheMisses grew during it); at least 1
+   */
+  warmupCalls: number;
+  /** steady-state medians (ms) */
+  eagerMedianMs: number;
+  compiledMedianMs: number;
+}
+
+export interface BreakEven {
+  /** K, as given */
+  warmupCalls: number;
+  /** sum of the first K eager calls (ms) */
+  eagerWarmupMs: number;
+  /** sum of the first K compiled calls (ms) */
+  compiledWarmupMs: number;
+  /** W = compiledWarmupMs - eagerWarmupMs: what compiling costs extra at each process start (ms) */
+  extraWarmupMs: number;
+  /** s = eager median - compiled median (ms); <= 0 means compiled is not faster */
+  perCallSavingMs: number;
+  /**
+   * calls after which compiling has paid for itself: K + max(0, ceil(W / s)); null
+   * (never, "Infinity") when s <= 0
+   */
+  calls: number | null;
+}
+
+export const BREAK_EVEN_DEFINITION =
+  'break-even calls = K + max(0, ceil(W / s)), where K = warm-up calls (up to the last compiled call that traced), ' +
+  'W = extra warm-up cost = sum of the first K compiled call times - sum of the first K eager call times, ' +
+  's = per-call saving = eager steady median - compiled steady median; never (null) when s <= 0';
+
+export function breakEven(i: BreakEvenInput): BreakEven {
+  const k = Math.max(1, Math.min(i.warmupCalls, i.eagerPerCallMs.length, i.compiledPerCallMs.length));
+  let e = 0, c = 0;
+  for (let j = 0; j < k; j++) {
+    e += i.eagerPerCallMs[j] ?? 0;
+    c += i.compiledPerCallMs[j] ?? 0;
+  }
+  const extra = c - e;
+  const saving = i.eagerMedianMs - i.compiledMedianMs;
+  const calls = saving > 0 && Number.isFinite(saving) ? k + Math.max(0, Math.ceil(extra / saving)) : null;
+  return { warmupCalls: k, eagerWarmupMs: e, compiledWarmupMs: c, extraWarmupMs: extra, perCallSavingMs: saving, calls };
+}
+
+// ---------------------------------------------------------------- usage and projection
+
+/** How long a process lives: a number of calls, or seconds (calls = seconds x calls per second). */
+export type ProcessLifetime = { calls: number } | { seconds: number };
+
+export interface Usage {
+  /** calls of the workload's function per day, over the whole fleet */
+  callsPerDay: number;
+  processLifetime: ProcessLifetime;
+  /** what running this workload costs per month today (USD), or null when unknown */
+  monthlyComputeCostUsd: number | null;
+  /** engineering time to adopt kiln.compile (default 1.5) */
+  engineerWeeks: number;
+  /** USD per engineer-week (default 4000) */
+  engineerWeekCostUsd: number;
+  /** months over which the engineering cost is spread (default 12) */
+  amortizationMonths: number;
+}
+
+export const DEFAULT_USAGE = {
+  callsPerDay: 100_000,
+  engineerWeeks: 1.5,
+  engineerWeekCostUsd: 4000,
+  amortizationMonths: 12,
+} as const;
+
+export const DAYS_PER_MONTH = 30;
+
+/**
+ * Parses --process-lifetime: a plain number is calls per process start ("1", "50000"); a
+ * number with a unit is a duration ("90s", "30m", "12h", "7d").
+ */
+export function parseProcessLifetime(s: string): ProcessLifetime {
+  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(calls?|s|sec|m|min|h|d)?\s*$/i.exec(s);
+  if (!m) throw new Error(`--process-lifetime: expected calls per process start (e.g. 1, 50000) or a duration (90s, 30m, 12h, 7d), got '${s}'`);
+  const v = Number(m[1]);
+  const unit = (m[2] ?? '').toLowerCase();
+  if (!(v > 0)) throw new Error(`--process-lifetime must be positive, got '${s}'`);
+  if (unit === '' || unit.startsWith('call')) return { calls: v };
+  const mult = unit === 's' || unit === 'sec' ? 1 : unit === 'm' || unit === 'min' ? 60 : unit === 'h' ? 3600 : 86400;
+  return { seconds: v * mult };
+}
+
+/** Calls one process serves before it exits (at least 1). */
+export function callsPerProcess(u: Pick<Usage, 'callsPerDay' | 'processLifetime'>): number {
+  const l = u.processLifetime;
+  const calls = 'calls' in l ? l.calls : (l.seconds * u.callsPerDay) / 86400;
+  return Math.max(1, calls);
+}
+
+export interface ProjectionInput {
+  eagerMedianMs: number;
+  compiledMedianMs: number;
+  breakEven: BreakEven;
+}
+
+export interface Projection {
+  callsPerDay: number;
+  callsPerMonth: number;
+  callsPerProcess: number;
+  processStartsPerMonth: number;
+  /** compute time of the workload per month, eager (hours) */
+  eagerHoursPerMonth: number;
+  /** compiled: steady calls plus the extra warm-up at every process start (hours) */
+  compiledHoursPerMonth: number;
+  /** extra warm-up time per month: process starts x W (hours) */
+  warmupHoursPerMonth: number;
+  /** eager - compiled, net of warm-up (hours; negative: compiling costs time) */
+  savedHoursPerMonth: number;
+  /** savedHours / eagerHours */
+  savedFraction: number;
+  /** break-even reached within one process lifetime */
+  breakEvenWithinProcess: boolean;
+  monthlyComputeCostUsd: number | null;
+  /** monthlyComputeCost x savedFraction */
+  computeSavingUsdPerMonth: number | null;
+  engineeringCostUsd: number;
+  amortizationMonths: number;
+  engineeringCostUsdPerMonth: number;
+  /** computeSaving - engineering cost per month */
+  netSavingUsdPerMonth: number | null;
+  /** engineering cost / compute saving per month; null when there is no saving or no cost figure */
+  paybackMonths: number | null;
+}
+
+const MS_PER_HOUR = 3_600_000;
+
+/**
+ * Monthly figures. The model: the workload's compute cost is proportional to the time its
+ * calls take, every call takes the steady median, and each process start pays the extra
+ * warm-up W once (W < 0 counts as a gain).
+ */
+export function project(m: ProjectionInput, u: Usage): Projection {
+  const callsPerMonth = u.callsPerDay * DAYS_PER_MONTH;
+  const perProcess = callsPerProcess(u);
+  const starts = callsPerMonth / perProcess;
+  const eagerH = (callsPerMonth * m.eagerMedianMs) / MS_PER_HOUR;
+  const warmupH = (starts * m.breakEven.extraWarmupMs) / MS_PER_HOUR;
+  const compiledH = (callsPerMonth * m.compiledMedianMs) / MS_PER_HOUR + warmupH;
+  const savedH = eagerH - compiledH;
+  const savedFraction = eagerH > 0 ? savedH / eagerH : 0;
+  const cost = u.monthlyComputeCostUsd;
+  const eng = u.engineerWeeks * u.engineerWeekCostUsd;
+  const engMonth = u.amortizationMonths > 0 ? eng / u.amortizationMonths : eng;
+  const computeSaving = cost === null ? null : cost * savedFraction;
+  return {
+    callsPerDay: u.callsPerDay,
+    callsPerMonth,
+    callsPerProcess: perProcess,
+    processStartsPerMonth: starts,
+    eagerHoursPerMonth: eagerH,
+    compiledHoursPerMonth: compiledH,
+    warmupHoursPerMonth: warmupH,
+    savedHoursPerMonth: savedH,
+    savedFraction,
+    breakEvenWithinProcess: m.breakEven.calls !== null && m.breakEven.calls <= perProcess,
+    monthlyComputeCostUsd: cost,
+    computeSavingUsdPerMonth: computeSaving,
+    engineeringCostUsd: eng,
+    amortizationMonths: u.amortizationMonths,
+    engineeringCostUsdPerMonth: engMonth,
+    netSavingUsdPerMonth: computeSaving === null ? null : computeSaving - engMonth,
+    paybackMonths: computeSaving !== null && computeSaving > 0 ? eng / computeSaving : null,
+  };
+}
+
+// ---------------------------------------------------------------- verdict
+
+export type Verdict =
+  | 'compile'
+  | 'compile with warm-up and the persistent cache'
+  | 'compile with dynamic shapes or buckets'
+  | 'do not compile'
+  | 'keep eager for now';
+
+export const VERDICTS: readonly Verdict[] = [
+  'compile',
+  'compile with warm-up and the persistent cache',
+  'compile with dynamic shapes or buckets',
+  'do not compile',
+  'keep eager for now',
+];
+
+export interface VerdictInput {
+  kind: 'training' | 'inference';
+  eagerMedianMs: number;
+  compiledMedianMs: number;
+  /** eager median / compiled median */
+  speedup: number;
+  /** 95% interval of the speedup (measure.ts speedupInterval), null when unknown */
+  speedupInterval?: readonly [number, number] | null;
+  breakEven: BreakEven;
+  /** first compiled call minus first eager call (ms): the latency the first request sees extra */
+  firstCallExtraMs: number;
+  /** kiln.stats().compileTimeMs over the measurement (ms) */
+  compileTimeMs: number;
+  graphBreaks: readonly { reason: string; location: string; count?: number }[];
+  accuracy: {
+    ok: boolean;
+    /** 'outputs' (inference) or 'losses' (training) */
+    compared: 'outputs' | 'losses';
+    maxRelErr: number;
+    tolerance: number;
+    paramsMaxRelErr: number | null;
+    paramTolerance: number;
+  };
+  /** replays of compiled code: kiln.stats().cacheHits + segmentHits */
+  replays: number;
+  eagerFallbacks: number;
+  fallbackReasons: readonly string[];
+  fusionFallbacks: number;
+  recompileReasons: readonly string[];
+  /** distinct input shapes seen in production (the workload's `shapes`), null when not declared */
+  productionShapes: readonly string[] | null;
+  /** the compiled variant failed to run at all */
+  error?: string | null;
+}
+
+export interface VerdictThresholds {
+  /** rel. error above which outputs/losses count as an accuracy problem (default 1e-3) */
+  tolerance: number;
+  /** W at or above this many ms (and above one eager call) is a noticeable warm-up (default 50) */
+  noticeableWarmupMs: number;
+  /** speedups below this count as "not faster" (default 1: any real speedup) */
+  minSpeedup: number;
+}
+
+export const DEFAULT_THRESHOLDS: VerdictThresholds = { tolerance: 1e-3, noticeableWarmupMs: 50, minSpeedup: 1 };
+
+export interface VerdictResult {
+  verdict: Verdict;
+  /** the verdict with its qualifier, e.g. 'do not compile (too short-lived)' */
+  headline: string;
+  /**
+   * 'uncertain' when the speedup's interval contains minSpeedup (noisy timings: the answer
+   * to "is compiled faster?" could flip on a rerun); 'clear' otherwise
+   */
+  confidence: 'clear' | 'uncertain';
+  reasons: string[];
+}
+
+const ms = (x: number): string => (Math.abs(x) >= 100 ? `${x.toFixed(0)} ms` : Math.abs(x) >= 1 ? `${x.toFixed(2)} ms` : `${x.toFixed(3)} ms`);
+const sci = (x: number): string => (Number.isFinite(x) ? x.toExponential(2) : String(x));
+const usd = (x: number): string => `${x < 0 ? '-' : ''}$${Math.abs(x).toLocaleString('en-US', { maximumFractionDigits: 0 })}`;
+const hours = (h: number): string => (Math.abs(h) >= 10 ? `${h.toFixed(0)} h` : `${h.toFixed(2)} h`);
+
+/** Whether the extra warm-up is something a first request or a restart notices. */
+export function warmupNoticeable(i: Pick<VerdictInput, 'breakEven' | 'eagerMedianMs' | 'firstCallExtraMs'>, t: VerdictThresholds = DEFAULT_THRESHOLDS): boolean {
+  const w = Math.max(i.breakEven.extraWarmupMs, i.firstCallExtraMs);
+  return w >= t.noticeableWarmupMs && w > i.eagerMedianMs;
+}
+
+/**
+ * The verdict, rules in order:
+ *  1. the compiled variant failed, a graph break, an accuracy problem (outputs/losses rel.
+ *     error > tolerance, or final parameters > their tolerance), or compiled code that did
+ *     not run (eager fallbacks, no replays) -> 'keep eager for now', each cause listed;
+ *  2. not faster (speedup <= minSpeedup) -> 'do not compile';
+ *  3. break-even not reached within one process lifetime -> 'do not compile (too short-lived)';
+ *  4. a monthly cost given and the saving below the amortized engineering cost ->
+ *     'do not compile (saving below the engineering cost)';
+ *  5. several production shapes, or recompiles on shape changes -> 'compile with dynamic
+ *     shapes or buckets';
+ *  6. noticeable warm-up (W >= noticeableWarmupMs and more than one eager call) ->
+ *     'compile with warm-up and the persistent cache';
+ *  7. otherwise 'compile'.
+ */
+export function decide(i: VerdictInput, p: Projection, t: VerdictThresholds = DEFAULT_THRESHOLDS): VerdictResult {
+  const r = decideRules(i, p, t);
+  const iv = i.speedupInterval;
+  if (r.verdict === 'keep eager for now' || !iv || !(iv[0] <= t.minSpeedup && t.minSpeedup <= iv[1])) return { ...r, confidence: 'clear' };
+  return {
+    ...r,
+    confidence: 'uncertain',
+    reasons: [
+      `uncertain: the speedup's 95% interval ${iv[0].toFixed(2)}x-${iv[1].toFixed(2)}x contains ${t.minSpeedup}x: the timings are too noisy to tell whether compiled is faster; rerun with more --calls on a quieter machine`,
+      ...r.reasons,
+    ],
+  };
+}
+
+function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit<VerdictResult, 'confidence'> {
+  // 1. blockers
+  const blockers: string[] = [];
+  if (i.error) blockers.push(`the compiled function failed: ${i.error}`);
+  for (const b of i.graphBreaks) {
+    blockers.push(`graph break at ${b.location}: ${b.reason}${b.count && b.count > 1 ? ` (${b.count} times)` : ''}`);
+  }
+  if (!i.error) {
+    const a = i.accuracy;
+    if (!(a.maxRelErr <= a.tolerance)) {
+      blockers.push(`accuracy: compiled ${a.compared} differ from eager by max rel. error ${sci(a.maxRelErr)} (tolerance ${sci(a.tolerance)})`);
+    }
+    if (a.paramsMaxRelErr !== null && !(a.paramsMaxRelErr <= a.paramTolerance)) {
+      blockers.push(`accuracy: final parameters differ from eager by max rel. error ${sci(a.paramsMaxRelErr)} (tolerance ${sci(a.paramTolerance)})`);
+    }
+    if (i.eagerFallbacks > 0) blockers.push(`${i.eagerFallbacks} call(s) fell back to eager: ${i.fallbackReasons.slice(0, 3).join('; ') || 'no reason recorded'}`);
+    if (i.replays === 0 && i.graphBreaks.length === 0) blockers.push('compiled code was never replayed (no cache hits): every call traced');
+  }
+  if (blockers.length) {
+    return {
+      verdict: 'keep eager for now',
+      headline: 'keep eager for now',
+      reasons: [
+        ...blockers,
+        ...(i.error ? [] : [`for reference: compiled ${ms(i.compiledMedianMs)} vs eager ${ms(i.eagerMedianMs)} per call (median): ${i.speedup.toFixed(2)}x`]),
+        'fix these (kiln.explain(fn)(...inputs) shows each graph break with a hint), then run kiln advise again',
+      ],
+    };
+  }
+
+  const speed = `compiled ${ms(i.compiledMedianMs)} vs eager ${ms(i.eagerMedianMs)} per call (median): ${i.speedup.toFixed(2)}x`;
+  const be = i.breakEven;
+  const beText = be.calls === null ? 'never' : `${be.calls.toLocaleString('en-US')} calls`;
+  const warm = `extra warm-up ${ms(be.extraWarmupMs)} per process start over ${be.warmupCalls} call(s) (compile time ${ms(i.compileTimeMs)})`;
+  const monthly = (): string => {
+    const base = `projected: ${hours(p.savedHoursPerMonth)} of compute saved per month net of warm-up (${(p.savedFraction * 100).toFixed(1)}%)`;
+    if (p.computeSavingUsdPerMonth === null) return `${base}; give --monthly-compute-cost for a cost figure`;
+    return `${base}, ${usd(p.computeSavingUsdPerMonth)}/month of ${usd(p.monthlyComputeCostUsd!)}; engineering ${usd(p.engineeringCostUsd)} amortized over ${p.amortizationMonths} months (${usd(p.engineeringCostUsdPerMonth)}/month): net ${usd(p.netSavingUsdPerMonth!)}/month`;
+  };
+
+  // 2. not faster
+  if (!(i.speedup > t.minSpeedup) || be.calls === null) {
+    return { verdict: 'do not compile', headline: 'do not compile', reasons: [`not faster: ${speed}`, 'compiling only adds warm-up and complexity here'] };
+  }
+  // 3. too short-lived
+  if (!p.breakEvenWithinProcess) {
+    return {
+      verdict: 'do not compile',
+      headline: 'do not compile (too short-lived)',
+      reasons: [
+        `break-even after ${beText}, but a process serves only ${fmtCalls(p.callsPerProcess)} call(s) before it exits`,
+        speed,
+        warm,
+        'compiling pays only in processes that live past break-even (a server, a training run); the persistent cache (not built yet) would cut the warm-up',
+      ],
+    };
+  }
+  // 4. not worth the engineering time
+  if (p.netSavingUsdPerMonth !== null && p.netSavingUsdPerMonth < 0) {
+    return {
+      verdict: 'do not compile',
+      headline: 'do not compile (saving below the engineering cost)',
+      reasons: [speed, monthly(), `the compute saved does not repay ${usd(p.engineeringCostUsd)} of engineering within ${p.amortizationMonths} months`],
+    };
+  }
+  const common = [speed, `break-even after ${beText}; a process serves ${fmtCalls(p.callsPerProcess)} calls`, warm, monthly()];
+  // 5. shapes
+  const shapeRecompiles = i.recompileReasons.filter((r) => /dim|shape|rank/i.test(r));
+  const distinct = i.productionShapes ? [...new Set(i.productionShapes)] : [];
+  if (distinct.length > 1 || shapeRecompiles.length > 0) {
+    const why: string[] = [];
+    if (distinct.length > 1) why.push(`${distinct.length} distinct input shapes in production (${distinct.slice(0, 5).join(', ')}${distinct.length > 5 ? ', ...' : ''}): each one compiles a new entry, up to the recompile limit (8), then calls run eagerly`);
+    if (shapeRecompiles.length) why.push(`${shapeRecompiles.length} recompile(s) on shape changes: ${shapeRecompiles.slice(0, 3).join('; ')}`);
+    return {
+      verdict: 'compile with dynamic shapes or buckets',
+      headline: 'compile with dynamic shapes or buckets',
+      reasons: [...why, 'pad inputs to a few fixed sizes (buckets) until dynamic shapes land (issue 7); the measured speedup is for one shape only', ...common],
+    };
+  }
+  // 6. warm-up
+  if (warmupNoticeable(i, t)) {
+    return {
+      verdict: 'compile with warm-up and the persistent cache',
+      headline: 'compile with warm-up and the persistent cache',
+      reasons: [
+        ...common,
+        `the first call takes ${ms(i.firstCallExtraMs)} longer than eager: run a warm-up call at process start before serving traffic (and use the persistent cache once it exists, to skip compiling on restarts)`,
+      ],
+    };
+  }
+  return { verdict: 'compile', headline: 'compile', reasons: common };
+}
+
+function fmtCalls(n: number): string {
+  return n >= 100 ? Math.round(n).toLocaleString('en-US') : String(Math.round(n * 100) / 100);
+}
+
+// ---------------------------------------------------------------- checklist
+
+export type CheckStatus = 'pass' | 'fail' | 'unknown';
+
+export interface CheckItem {
+  id: string;
+  item: string;
+  status: CheckStatus;
+  detail: string;
+}
+
+/** The go-live checklist for putting a compiled function in production. */
+export function checklist(i: VerdictInput): CheckItem[] {
+  const a = i.accuracy;
+  const accOk = !i.error && a.maxRelErr <= a.tolerance && (a.paramsMaxRelErr === null || a.paramsMaxRelErr <= a.paramTolerance);
+  const unlocated = i.graphBreaks.filter((b) => !b.location || b.location === '<unknown>');
+  const ran = !i.error && i.replays > 0 && i.eagerFallbacks === 0 && i.fusionFallbacks === 0;
+  return [
+    {
+      id: 'accuracy',
+      item: 'accuracy verified against eager',
+      status: accOk ? 'pass' : 'fail',
+      detail: i.error
+        ? `compiled function failed: ${i.error}`
+        : `${a.compared}: max rel. error ${sci(a.maxRelErr)} (tolerance ${sci(a.tolerance)})${a.paramsMaxRelErr !== null ? `; final parameters ${sci(a.paramsMaxRelErr)} (tolerance ${sci(a.paramTolerance)})` : ''}`,
+    },
+    {
+      id: 'compiled-ran',
+      item: 'compiled code actually ran (replays, no silent fallback)',
+      status: ran ? 'pass' : 'fail',
+      detail: `${i.replays} replays, ${i.eagerFallbacks} eager fallbacks, ${i.fusionFallbacks} fusion fallbacks`,
+    },
+    {
+      id: 'graph-breaks',
+      item: 'graph breaks counted and located',
+      status: unlocated.length === 0 ? 'pass' : 'fail',
+      detail: i.graphBreaks.length === 0 ? '0 graph breaks' : `${i.graphBreaks.length} graph break(s): ${i.graphBreaks.map((b) => b.location).join(', ')}`,
+    },
+    {
+      id: 'cache',
+      item: 'persistent compile cache configured',
+      status: 'fail',
+      detail: 'the persistent cache is not built yet: every process start compiles again',
+    },
+    {
+      id: 'warm-up',
+      item: 'warm-up call at process start configured',
+      status: 'unknown',
+      detail: 'the advisor cannot see your deployment: call the compiled function once on representative inputs before serving',
+    },
+    {
+      id: 'compile-time-metric',
+      item: 'compile time exported as a metric',
+      status: 'pass',
+      detail: `kiln.stats().compileTimeMs is available (${ms(i.compileTimeMs)} here): export it with your service metrics`,
+    },
+    {
+      id: 'eager-path',
+      item: 'eager path kept for debugging',
+      status: 'pass',
+      detail: "kiln.compile is opt-in: the eager function stays callable, and kiln.compiler.setStance('forceEager') switches every compiled function back",
+    },
+  ];
+}

@@ -1,0 +1,221 @@
+// The advisor's Workload interface, and the adapters that find one: a user module, or one of
+// kiln's examples (`--example NAME`).
+//
+// A workload is what `kiln advise` measures: one function, called over and over in
+// production, with the model and data it needs. Write a module like this and run
+// `npx kiln advise ./my-workload.ts`:
+//
+//   import * as kiln from 'kiln';
+//
+//   export const workload = {   // inside this repository: `: Workload` from src/advisor/workload.js
+//     name: 'ranker',
+//     kind: 'inference',
+//     shapes: ['x[32,256]', 'x[64,256]'],          // optional: input shapes seen in production
+//     setup({ seed }) {
+//       kiln.manualSeed(seed);                       // same seed -> same weights and data
+//       const model = new Ranker();
+//       model.requiresGrad_(false); model.eval();
+//       const x = kiln.randn([32, 256]);
+//       return { inputs: [x], fn: (x) => model.call(x), params: model.parameters() };
+//     },
+//   };
+//
+// Rules (the same as bench/workloads/types.ts, whose workloads load as they are):
+// - setup() builds everything from `seed`: the advisor calls it twice, once for eager and
+//   once for the compiled variant, and compares them, so both must start identical.
+// - fn(...inputs) is one call, written with kiln ops: what eager mode runs and what
+//   kiln.compile wraps. Data comes in as `inputs`; parameters and optimizer state are
+//   captured from the closure. A training fn is the whole step (zeroGrad, forward, backward,
+//   optimizer step) and returns the loss; an inference fn returns its output(s).
+// - setup() runs outside any kiln.scope, so what it makes survives; the advisor runs every
+//   call inside kiln.scope (inference also under kiln.noGrad) and calls dispose() at the end.
+
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import * as kiln from 'kiln';
+
+export type WorkloadKind = 'training' | 'inference';
+
+export interface WorkloadSetupOptions {
+  /** seed for kiln.manualSeed: two setups with one seed must build identical weights and data */
+  seed: number;
+}
+
+export interface WorkloadInstance {
+  /** the explicit tensor arguments of fn (data, labels) */
+  readonly inputs: readonly kiln.Tensor[];
+  /** one call: a training step returning the loss, or an inference call returning its output(s) */
+  readonly fn: (...inputs: kiln.Tensor[]) => kiln.Tensor | readonly kiln.Tensor[];
+  /** trainable parameters: compared between eager and compiled after the last step (training) */
+  readonly params?: readonly kiln.Tensor[];
+  /** frees parameters, optimizer state and inputs (optional) */
+  dispose?(): void;
+}
+
+export interface Workload {
+  /** short name for reports */
+  readonly name: string;
+  readonly kind: WorkloadKind;
+  /** one line: model, batch, what a call does */
+  readonly description?: string;
+  /**
+   * input shapes seen in production, one string per distinct signature (e.g. 'x[32,784]'):
+   * more than one means each compiles its own entry (see the 'dynamic shapes' verdict)
+   */
+  readonly shapes?: readonly string[];
+  setup(opts: WorkloadSetupOptions): WorkloadInstance | Promise<WorkloadInstance>;
+}
+
+/** A workload and where it came from ('example:mlp', a module path). */
+export interface LoadedWorkload {
+  workload: Workload;
+  source: string;
+}
+
+export class WorkloadError extends Error {
+  override name = 'WorkloadError';
+}
+
+/**
+ * Checks that `x` is a usable workload and normalizes it. Accepts kiln's benchmark workloads
+ * too (bench/workloads: `id` and `title` instead of `name`/`description`).
+ */
+export function asWorkload(x: unknown, where: string): Workload {
+  if (typeof x !== 'object' || x === null) throw new WorkloadError(`${where}: expected a workload object, got ${x === null ? 'null' : typeof x}`);
+  const o = x as Record<string, unknown>;
+  const name = typeof o.name === 'string' ? o.name : typeof o.id === 'string' ? o.id : typeof o.title === 'string' ? o.title : null;
+  if (name === null) throw new WorkloadError(`${where}: the workload needs a string 'name'`);
+  if (o.kind !== 'training' && o.kind !== 'inference') throw new WorkloadError(`${where}: 'kind' must be 'training' or 'inference', got ${JSON.stringify(o.kind)}`);
+  if (typeof o.setup !== 'function') throw new WorkloadError(`${where}: the workload needs a setup({ seed }) function`);
+  if (o.shapes !== undefined && !(Array.isArray(o.shapes) && o.shapes.every((s) => typeof s === 'string'))) {
+    throw new WorkloadError(`${where}: 'shapes' must be an array of strings (one per input signature, e.g. 'x[32,784]')`);
+  }
+  const description = typeof o.description === 'string' ? o.description : typeof o.title === 'string' && o.title !== name ? o.title : undefined;
+  const setup = o.setup as Workload['setup'];
+  return {
+    name,
+    kind: o.kind,
+    ...(description !== undefined ? { description } : {}),
+    ...(o.shapes !== undefined ? { shapes: o.shapes as string[] } : {}),
+    setup: (opts) => setup.call(x, opts),
+  };
+}
+
+/** Checks what setup() returned. */
+export function checkInstance(x: unknown, name: string): WorkloadInstance {
+  const where = `workload '${name}': setup()`;
+  if (typeof x !== 'object' || x === null) throw new WorkloadError(`${where} must return { inputs, fn }, got ${x === null ? 'null' : typeof x}`);
+  const o = x as Record<string, unknown>;
+  if (!Array.isArray(o.inputs) || !o.inputs.every((t) => kiln.isTensor(t))) throw new WorkloadError(`${where}: 'inputs' must be an array of tensors`);
+  if (typeof o.fn !== 'function') throw new WorkloadError(`${where}: 'fn' must be a function of the inputs`);
+  if (o.params !== undefined && !(Array.isArray(o.params) && o.params.every((t) => kiln.isTensor(t)))) throw new WorkloadError(`${where}: 'params' must be an array of tensors`);
+  return x as WorkloadInstance;
+}
+
+// ---------------------------------------------------------------- user modules
+
+/** Imports a module (a .ts file works when running through tsx) and takes its default export or `workload`. */
+export async function loadWorkloadModule(path: string): Promise<LoadedWorkload> {
+  const abs = resolve(path);
+  if (!existsSync(abs)) throw new WorkloadError(`workload module not found: ${path}`);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
+  } catch (e) {
+    throw new WorkloadError(`could not import ${path}: ${(e as Error).message}`);
+  }
+  const w = mod.default ?? mod.workload;
+  if (w === undefined) throw new WorkloadError(`${path} exports no workload: export one as default or as 'workload' (see src/advisor/workload.ts)`);
+  return { workload: asWorkload(w, path), source: path };
+}
+
+// ---------------------------------------------------------------- examples
+
+/** The repository's examples folder. */
+export const EXAMPLES_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
+
+/**
+ * The example `kiln advise` measures when given no workload.
+ * TODO(advisor issue): make this 'recommender' once examples/recommender.ts exports a
+ * `workload` (the issue asks for the recommender as the default); mlp until then.
+ */
+export const DEFAULT_EXAMPLE = 'mlp';
+
+/** Example names (files in examples/, without .ts). */
+export function exampleNames(dir: string = EXAMPLES_DIR): string[] {
+  try {
+    return readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => f.slice(0, -3)).sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * `--example NAME`: imports examples/NAME.ts and takes its exported `workload` (or default
+ * export). mlp, which has no workload export, is wrapped by mlpWorkload() below.
+ */
+export async function loadExample(name: string, dir: string = EXAMPLES_DIR): Promise<LoadedWorkload> {
+  if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new WorkloadError(`--example: not an example name: '${name}'`);
+  const file = join(dir, `${name}.ts`);
+  if (!existsSync(file)) {
+    throw new WorkloadError(`--example ${name}: there is no examples/${name}.ts (examples: ${exampleNames(dir).join(', ') || 'none'})`);
+  }
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (e) {
+    throw new WorkloadError(`--example ${name}: could not import examples/${name}.ts: ${(e as Error).message}`);
+  }
+  const w = mod.workload ?? mod.default;
+  if (w !== undefined) return { workload: asWorkload(w, `examples/${name}.ts`), source: `example:${name}` };
+  if (name === 'mlp') return { workload: mlpWorkload(), source: 'example:mlp' };
+  throw new WorkloadError(
+    `--example ${name}: examples/${name}.ts does not export a 'workload' (yet). ` +
+      `An example becomes measurable by exporting \`export const workload: Workload = { name, kind, setup({ seed }) { ... return { inputs, fn } } }\` (src/advisor/workload.ts).`,
+  );
+}
+
+export const MLP_BATCH = 64;
+
+/**
+ * examples/mlp.ts as a training workload: MlpClassifier (2-64-64-3) on the spirals data,
+ * one Adam step (lr 0.01, cross-entropy) on a fixed batch of 64 training rows.
+ */
+export function mlpWorkload(): Workload {
+  return {
+    name: 'mlp',
+    kind: 'training',
+    description: `examples/mlp.ts: MlpClassifier 2-64-64-3, Adam step (zeroGrad, cross-entropy, backward, step) on a batch of ${MLP_BATCH} spiral points`,
+    shapes: [`x[${MLP_BATCH},2] float32, y[${MLP_BATCH}] int32`],
+    async setup({ seed }) {
+      const { MlpClassifier, buildMlpData } = await import('../../examples/mlp.js');
+      const data = buildMlpData({ seed });
+      kiln.manualSeed(seed);
+      const model = new MlpClassifier(2, 64, data.classes);
+      const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
+      const x = kiln.keep(data.xTrain.narrow(0, 0, MLP_BATCH).contiguous());
+      const y = kiln.keep(data.yTrain.narrow(0, 0, MLP_BATCH).contiguous());
+      for (const t of [data.xTrain, data.yTrain, data.xTest, data.yTest]) t.dispose();
+      const params = model.parameters();
+      return {
+        inputs: [x, y],
+        fn: (x: kiln.Tensor, y: kiln.Tensor) => {
+          opt.zeroGrad();
+          const loss = kiln.crossEntropy(model.call(x), y);
+          loss.backward();
+          opt.step();
+          return loss;
+        },
+        params,
+        dispose() {
+          const all = new Set<kiln.Tensor>([x, y, ...params]);
+          for (const p of params) if (p.grad) all.add(p.grad);
+          for (const g of opt.paramGroups) all.add(g.lrTensor);
+          for (const s of opt.state.values()) for (const t of Object.values(s)) all.add(t);
+          for (const t of all) if (!t.isDisposed) t.dispose();
+        },
+      };
+    },
+  };
+}

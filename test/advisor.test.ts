@@ -1,0 +1,341 @@
+// kiln advise: the measurement on the mlp example (JSON report against the schema, HTML
+// charts), the verdict rules as pure functions, and workloads with planted problems (a graph
+// break, outputs that differ between eager and compiled).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import * as kiln from 'kiln';
+import {
+  advise, main, speedupInterval, breakEven, buildReport, checklist, compiledIsFaster, decide, loadExample, measure, parseProcessLifetime, project, renderHtml,
+  validateJsonSchema, verdictInput, WorkloadError, type AdvisorReport, type BreakEven, type Io, type JsonSchema, type Usage, type VerdictInput, type Workload,
+} from '../src/advisor/index.js';
+
+const schema = JSON.parse(readFileSync('docs/advisor-report.schema.json', 'utf8')) as JsonSchema;
+const quiet: Io = { out: () => {}, err: () => {} };
+const THIS_FILE = 'advisor.test.ts';
+const lineOf = (marker: string): number => readFileSync(new URL(import.meta.url), 'utf8').split('\n').findIndex((l) => l.includes(marker) && !l.includes('lineOf(')) + 1;
+
+const dir = mkdtempSync(join(tmpdir(), 'kiln-advise-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+// ---------------------------------------------------------------- the mlp example, end to end
+
+let mlpReport: AdvisorReport | null = null;
+
+test('advise --example mlp writes a JSON report that validates against the schema, with plausible values', async () => {
+  const json = join(dir, 'mlp.json'), html = join(dir, 'mlp.html');
+  const out: string[] = [], err: string[] = [];
+  const r = await advise(['--example', 'mlp', '--calls', '20', '--warmup', '3', '--process-lifetime', '7d', '--calls-per-day', '1000000', '--monthly-compute-cost', '5000', '--json', json, '--html', html], {
+    out: (s) => out.push(s),
+    err: (s) => err.push(s),
+  });
+  assert.equal(r.exitCode, 0);
+  assert.match(err.join('\n'), /js: call 1: compiled .* eager/, 'progress lines while measuring');
+  assert.match(out.join('\n'), /VERDICT: /);
+  const rep = JSON.parse(readFileSync(json, 'utf8')) as AdvisorReport;
+  assert.deepEqual(validateJsonSchema(schema, rep), []);
+  mlpReport = rep;
+
+  assert.equal(rep.workload.name, 'mlp');
+  assert.equal(rep.workload.kind, 'training');
+  const b = rep.backends[0]!;
+  assert.equal(b.backend, 'js');
+  assert.equal(b.status, 'ok');
+  assert.ok(b.speedup > 0 && Number.isFinite(b.speedup));
+  assert.equal(b.perCall.eagerMs.length, 23);
+  assert.equal(b.perCall.compiledMs.length, 23);
+  assert.equal(b.eager.n, 20);
+  assert.ok(b.compiled.firstCallMs! > b.compiled.medianMs!, 'the first compiled call pays for tracing and compiling');
+  assert.ok(b.compiler.compileTimeMsTotal > 0 && b.compiler.compileTimeMsFirstCall > 0);
+  assert.ok(b.compiler.cacheHits > 0, 'compiled code was replayed');
+  assert.deepEqual(b.compiler.graphBreaks, []);
+  assert.equal(b.compiler.tracedCalls[0], 1);
+  assert.ok(b.accuracy.ok, b.accuracy.detail);
+  assert.equal(b.accuracy.losses!.eager.length, 23);
+  assert.ok(b.accuracy.paramsMaxRelErr !== null && b.accuracy.paramsMaxRelErr < 1e-3);
+  assert.ok(b.eager.peakBytes > 0);
+
+  // break-even consistent with the measured times
+  const be = b.breakEven;
+  const k = be.warmupCalls;
+  const sum = (xs: number[]) => xs.slice(0, k).reduce((a, x) => a + x, 0);
+  assert.ok(Math.abs(be.eagerWarmupMs - sum(b.perCall.eagerMs)) < 1e-2);
+  assert.ok(Math.abs(be.compiledWarmupMs - sum(b.perCall.compiledMs)) < 1e-2);
+  assert.ok(Math.abs(be.extraWarmupMs - (be.compiledWarmupMs - be.eagerWarmupMs)) < 1e-2);
+  assert.ok(Math.abs(be.perCallSavingMs! - (b.eager.medianMs! - b.compiled.medianMs!)) < 1e-2);
+  assert.ok(Math.abs(b.speedup - b.eager.medianMs! / b.compiled.medianMs!) < 1e-3);
+  if (be.perCallSavingMs! > 0) {
+    const expect = k + Math.max(0, Math.ceil(be.extraWarmupMs / be.perCallSavingMs!));
+    assert.ok(be.calls !== null && Math.abs(be.calls - expect) <= 1, `break-even ${be.calls} vs ${expect}`);
+  } else {
+    assert.equal(be.calls, null);
+    assert.equal(rep.verdict.verdict, 'do not compile');
+  }
+  // projection consistent with the usage
+  const p = rep.projection;
+  assert.equal(p.callsPerMonth, 30_000_000);
+  assert.equal(p.callsPerProcess, 7_000_000);
+  assert.ok(Math.abs(p.eagerHoursPerMonth - (30e6 * b.eager.medianMs!) / 3.6e6) < 1e-6 * p.eagerHoursPerMonth + 1e-9);
+  assert.ok(p.computeSavingUsdPerMonth !== null && Math.abs(p.computeSavingUsdPerMonth - 5000 * p.savedFraction) < 1e-6);
+  assert.equal(p.engineeringCostUsd, 6000);
+  assert.equal(rep.checklist.find((c) => c.id === 'cache')!.status, 'fail');
+  assert.equal(rep.checklist.find((c) => c.id === 'compile-time-metric')!.status, 'pass');
+  assert.equal(rep.checklist.find((c) => c.id === 'accuracy')!.status, 'pass');
+  // a week-long process that pays back its engineering: one of the compile verdicts
+  if (b.speedup > 1 && p.breakEvenWithinProcess && p.netSavingUsdPerMonth! >= 0) assert.match(rep.verdict.verdict, /^compile/);
+  else assert.equal(rep.verdict.verdict, 'do not compile');
+});
+
+test('the HTML report is one self-contained file with the SVG charts', () => {
+  const html = readFileSync(join(dir, 'mlp.html'), 'utf8');
+  assert.match(html, /^<!doctype html>/);
+  const svgs = html.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
+  assert.equal(svgs.length, 4, 'latency, cumulative, speedup, cost');
+  assert.match(svgs[0]!, /per-call latency, first 23 calls/);
+  assert.match(svgs[0]!, /<polyline class="series eager"/);
+  assert.match(svgs[0]!, /<polyline class="series compiled"/);
+  assert.match(svgs[0]!, /warm-up/);
+  assert.match(svgs[0]!, /break-even/);
+  assert.match(svgs[1]!, /cumulative time/);
+  assert.match(svgs[2]!, /speedup per backend/);
+  assert.match(svgs[3]!, /projected monthly cost/);
+  assert.match(html, /Verdict: /);
+  assert.match(html, /Go-live checklist/);
+  // nothing is fetched: no scripts, no external resources
+  assert.doesNotMatch(html, /<script|<link|<img|\s(src|href)=/i);
+  assert.deepEqual([...html.matchAll(/https?:\/\/[^\s"'<>]+/g)].map((m) => m[0]).filter((u) => u !== 'http://www.w3.org/2000/svg'), []);
+});
+
+test('--fail-if-slower: compiledIsFaster reads the primary backend', () => {
+  assert.ok(mlpReport, 'needs the mlp report');
+  const slower = structuredClone(mlpReport);
+  slower.backends[0]!.speedup = 0.8;
+  assert.equal(compiledIsFaster(slower), false);
+  const faster = structuredClone(mlpReport);
+  faster.backends[0]!.speedup = 1.5;
+  assert.equal(compiledIsFaster(faster), true);
+});
+
+// ---------------------------------------------------------------- the verdict, pure
+
+const be = (o: Partial<BreakEven> = {}): BreakEven => ({ warmupCalls: 2, eagerWarmupMs: 30, compiledWarmupMs: 230, extraWarmupMs: 200, perCallSavingMs: 2, calls: 102, ...o });
+function vin(o: Partial<VerdictInput> = {}): VerdictInput {
+  return {
+    kind: 'inference', eagerMedianMs: 6, compiledMedianMs: 4, speedup: 1.5, breakEven: be(), firstCallExtraMs: 150, compileTimeMs: 120, graphBreaks: [],
+    accuracy: { ok: true, compared: 'outputs', maxRelErr: 1e-7, tolerance: 1e-3, paramsMaxRelErr: null, paramTolerance: 1e-3 },
+    replays: 100, eagerFallbacks: 0, fallbackReasons: [], fusionFallbacks: 0, recompileReasons: [], productionShapes: null, ...o,
+  };
+}
+const usage = (o: Partial<Usage> = {}): Usage => ({ callsPerDay: 1_000_000, processLifetime: { seconds: 7 * 86400 }, monthlyComputeCostUsd: null, engineerWeeks: 1.5, engineerWeekCostUsd: 4000, amortizationMonths: 12, ...o });
+const verdictFor = (i: VerdictInput, u: Usage) => decide(i, project({ eagerMedianMs: i.eagerMedianMs, compiledMedianMs: i.compiledMedianMs, breakEven: i.breakEven }, u));
+
+test('break-even: K warm-up calls plus the extra warm-up over the per-call saving; never when not faster', () => {
+  const r = breakEven({ eagerPerCallMs: [40, 20, 6, 6], compiledPerCallMs: [300, 100, 4, 4], warmupCalls: 2, eagerMedianMs: 6, compiledMedianMs: 4 });
+  assert.equal(r.extraWarmupMs, 340);
+  assert.equal(r.perCallSavingMs, 2);
+  assert.equal(r.calls, 2 + 170);
+  const cheap = breakEven({ eagerPerCallMs: [40, 6], compiledPerCallMs: [30, 4], warmupCalls: 1, eagerMedianMs: 6, compiledMedianMs: 4 });
+  assert.equal(cheap.calls, 1, 'a first compiled call cheaper than the eager one breaks even at once');
+  assert.equal(breakEven({ eagerPerCallMs: [40, 6], compiledPerCallMs: [300, 7], warmupCalls: 1, eagerMedianMs: 6, compiledMedianMs: 7 }).calls, null);
+});
+
+test('verdict: one call per process -> do not compile (too short-lived)', () => {
+  const v = verdictFor(vin(), usage({ processLifetime: { calls: 1 }, callsPerDay: 1000 }));
+  assert.equal(v.verdict, 'do not compile');
+  assert.equal(v.headline, 'do not compile (too short-lived)');
+  assert.match(v.reasons.join('\n'), /break-even after 102 calls, but a process serves only 1 call/);
+});
+
+test('verdict: a long-lived server -> compile, with warm-up when the first call is noticeably slower', () => {
+  const v = verdictFor(vin(), usage({ monthlyComputeCostUsd: 20_000 }));
+  assert.equal(v.verdict, 'compile with warm-up and the persistent cache');
+  assert.match(v.reasons.join('\n'), /warm-up call at process start/);
+  assert.match(v.reasons.join('\n'), /net \$[\d,]+\/month/);
+  // a negligible warm-up: plain 'compile'
+  const quick = vin({ breakEven: be({ extraWarmupMs: 5, calls: 5 }), firstCallExtraMs: 5 });
+  assert.equal(verdictFor(quick, usage()).verdict, 'compile');
+});
+
+test('verdict: not faster -> do not compile; saving below the engineering cost -> do not compile', () => {
+  const slow = verdictFor(vin({ speedup: 0.9, compiledMedianMs: 6.6, breakEven: be({ perCallSavingMs: -0.6, calls: null }) }), usage());
+  assert.equal(slow.verdict, 'do not compile');
+  assert.match(slow.reasons[0]!, /not faster/);
+  const tiny = verdictFor(vin(), usage({ monthlyComputeCostUsd: 100 }));
+  assert.equal(tiny.verdict, 'do not compile');
+  assert.match(tiny.headline, /engineering cost/);
+});
+
+test('verdict: several production shapes or shape recompiles -> compile with dynamic shapes or buckets', () => {
+  assert.equal(verdictFor(vin({ productionShapes: ['x[32,784]', 'x[64,784]', 'x[128,784]'] }), usage()).verdict, 'compile with dynamic shapes or buckets');
+  assert.equal(verdictFor(vin({ recompileReasons: ['arg x dim 0 changed: expected 3, got 5'] }), usage()).verdict, 'compile with dynamic shapes or buckets');
+  assert.equal(verdictFor(vin({ productionShapes: ['x[32,784]'] }), usage()).verdict, 'compile with warm-up and the persistent cache');
+});
+
+test('verdict: graph breaks, accuracy problems and silent fallbacks -> keep eager for now', () => {
+  const brk = verdictFor(vin({ graphBreaks: [{ reason: 'item() needs the value of a tensor', location: 'src/model.ts:12:7', count: 3 }] }), usage());
+  assert.equal(brk.verdict, 'keep eager for now');
+  assert.match(brk.reasons[0]!, /graph break at src\/model\.ts:12:7: item\(\) .*\(3 times\)/);
+  const acc = verdictFor(vin({ accuracy: { ok: false, compared: 'losses', maxRelErr: 0.02, tolerance: 1e-3, paramsMaxRelErr: null, paramTolerance: 1e-3 } }), usage());
+  assert.equal(acc.verdict, 'keep eager for now');
+  assert.match(acc.reasons[0]!, /losses differ from eager by max rel\. error 2\.00e-2/);
+  assert.equal(verdictFor(vin({ eagerFallbacks: 3, fallbackReasons: ['f: recompile limit 8 reached'] }), usage()).verdict, 'keep eager for now');
+});
+
+test('noisy timings: a speedup interval that contains 1 makes the verdict uncertain', () => {
+  const sure = verdictFor(vin({ speedupInterval: [1.3, 1.7] }), usage());
+  assert.equal(sure.confidence, 'clear');
+  const noisy = verdictFor(vin({ speedupInterval: [0.8, 1.9] }), usage());
+  assert.equal(noisy.verdict, 'compile with warm-up and the persistent cache');
+  assert.equal(noisy.confidence, 'uncertain');
+  assert.match(noisy.reasons[0]!, /uncertain: the speedup's 95% interval 0\.80x-1\.90x contains 1x/);
+  const same = Array.from({ length: 30 }, (_, i) => 5 + (i % 7) * 0.3);
+  const iv = speedupInterval(same, same)!;
+  assert.ok(iv[0] <= 1 && iv[1] >= 1, `${iv}`);
+  const fast = speedupInterval(same, same.map((x) => x / 2))!;
+  assert.ok(fast[0] > 1.5 && fast[1] < 2.5, `${fast}`);
+  assert.deepEqual(speedupInterval(same, same.map((x) => x / 2)), fast, 'deterministic');
+});
+
+test('checklist: pass/fail per item; the persistent cache is not built yet', () => {
+  const c = checklist(vin());
+  const by = Object.fromEntries(c.map((x) => [x.id, x.status]));
+  assert.deepEqual(by, { accuracy: 'pass', 'compiled-ran': 'pass', 'graph-breaks': 'pass', cache: 'fail', 'warm-up': 'unknown', 'compile-time-metric': 'pass', 'eager-path': 'pass' });
+  assert.match(c.find((x) => x.id === 'cache')!.detail, /not built yet/);
+  const bad = Object.fromEntries(checklist(vin({ replays: 0, eagerFallbacks: 2, accuracy: { ok: false, compared: 'outputs', maxRelErr: 1, tolerance: 1e-3, paramsMaxRelErr: null, paramTolerance: 1e-3 } })).map((x) => [x.id, x.status]));
+  assert.equal(bad.accuracy, 'fail');
+  assert.equal(bad['compiled-ran'], 'fail');
+});
+
+test('projection: warm-up per process start and amortized engineering', () => {
+  const p = project({ eagerMedianMs: 10, compiledMedianMs: 5, breakEven: be({ extraWarmupMs: 3600, calls: 722 }) }, usage({ callsPerDay: 86_400, processLifetime: { seconds: 3600 }, monthlyComputeCostUsd: 1000, engineerWeeks: 1, engineerWeekCostUsd: 1200, amortizationMonths: 12 }));
+  assert.equal(p.callsPerProcess, 3600);
+  assert.equal(p.processStartsPerMonth, 720);
+  assert.equal(p.eagerHoursPerMonth, 7.2);
+  assert.ok(Math.abs(p.warmupHoursPerMonth - 0.72) < 1e-9);
+  assert.ok(Math.abs(p.savedHoursPerMonth - (7.2 - 3.6 - 0.72)) < 1e-9);
+  assert.ok(Math.abs(p.computeSavingUsdPerMonth! - 400) < 1e-9);
+  assert.equal(p.engineeringCostUsdPerMonth, 100);
+  assert.ok(Math.abs(p.netSavingUsdPerMonth! - 300) < 1e-9);
+  assert.ok(Math.abs(p.paybackMonths! - 3) < 1e-9);
+  assert.deepEqual(parseProcessLifetime('1'), { calls: 1 });
+  assert.deepEqual(parseProcessLifetime('12h'), { seconds: 43200 });
+  assert.deepEqual(parseProcessLifetime('7d'), { seconds: 604800 });
+  assert.throws(() => parseProcessLifetime('forever'), /process-lifetime/);
+});
+
+// ---------------------------------------------------------------- planted problems, measured
+
+const inferenceWorkload = (name: string, makeFn: (w: kiln.Tensor) => (x: kiln.Tensor) => kiln.Tensor): Workload => ({
+  name,
+  kind: 'inference',
+  setup({ seed }) {
+    kiln.manualSeed(seed);
+    const w = kiln.keep(kiln.randn([16, 16]));
+    const x = kiln.keep(kiln.randn([8, 16]));
+    return { inputs: [x], fn: makeFn(w), dispose: () => { w.dispose(); x.dispose(); } };
+  },
+});
+
+test('a graph break inside fn (.item()) -> keep eager for now, naming this file and line', async () => {
+  const wl = inferenceWorkload('with-break', (w) => (x) => {
+    const h = x.matmul(w).relu();
+    const s = h.sum().item(); // PLANTED-GRAPH-BREAK
+    return h.mul(s > 0 ? 1 : -1);
+  });
+  const meas = await measure({ workload: wl, source: 'test' }, { calls: 4, warmup: 2 });
+  const b = meas.backends[0]!;
+  assert.ok(b.compiler.graphBreaks.length >= 1);
+  const line = lineOf('PLANTED-GRAPH-BREAK');
+  const rep = buildReport(meas, usage());
+  assert.deepEqual(validateJsonSchema(schema, rep), []);
+  assert.equal(rep.verdict.verdict, 'keep eager for now');
+  const text = rep.verdict.reasons.join('\n');
+  assert.match(text, new RegExp(`graph break at \\S*${THIS_FILE.replace('.', '\\.')}:${line}:\\d+: item\\(\\)`), text);
+  assert.equal(rep.checklist.find((c) => c.id === 'graph-breaks')!.status, 'pass', 'counted and located');
+});
+
+test('compiled outputs that differ from eager are caught as an accuracy problem', async () => {
+  // a JS value read from the closure is baked in at trace time: eager sees 1, 2, 3, ...,
+  // the compiled replays keep the traced 1
+  let calls = 0;
+  const baked = inferenceWorkload('baked-counter', (w) => (x) => x.matmul(w).mul(++calls));
+  const r1 = buildReport(await measure({ workload: baked, source: 'test' }, { calls: 3, warmup: 1 }), usage());
+  assert.equal(r1.verdict.verdict, 'keep eager for now');
+  assert.equal(r1.backends[0]!.accuracy.ok, false);
+  assert.ok(r1.backends[0]!.accuracy.maxRelErr! > 1e-3);
+  assert.match(r1.verdict.reasons[0]!, /accuracy: compiled outputs differ from eager by max rel\. error/);
+  assert.equal(r1.checklist.find((c) => c.id === 'accuracy')!.status, 'fail');
+
+  // a custom op whose forward reads a JS counter that changes on every call (shared by the
+  // eager and the compiled instance, so their calls see different values)
+  let tick = 0;
+  const noisy = kiln.customOp({ name: 'advisor_test_tick', forward: (x: kiln.Tensor) => x.add(++tick) });
+  const custom = inferenceWorkload('custom-op-counter', (w) => (x) => noisy(x.matmul(w)));
+  const r2 = buildReport(await measure({ workload: custom, source: 'test' }, { calls: 3, warmup: 1 }), usage());
+  assert.equal(r2.backends[0]!.compiler.graphBreaks.length, 0, 'a custom op is not a graph break');
+  assert.equal(r2.verdict.verdict, 'keep eager for now');
+  assert.match(r2.verdict.reasons[0]!, /accuracy/);
+});
+
+test('a workload with matching outputs passes the accuracy check (inference, several outputs)', async () => {
+  const wl = inferenceWorkload('two-outputs', (w) => (x) => x.matmul(w).relu());
+  const meas = await measure({ workload: { ...wl, setup: async (o) => { const i = await wl.setup(o); return { ...i, fn: (x: kiln.Tensor) => [i.fn(x) as kiln.Tensor, x.mul(2)] }; } }, source: 'test' }, { calls: 3, warmup: 2 });
+  const b = meas.backends[0]!;
+  assert.equal(b.accuracy.compared, 'outputs');
+  assert.ok(b.accuracy.ok, b.accuracy.detail);
+  assert.equal(b.accuracy.losses, null);
+  const rep = buildReport(meas, usage());
+  assert.deepEqual(validateJsonSchema(schema, rep), []);
+  const v = verdictInput(b, 'inference', null);
+  assert.equal(v.replays > 0, true);
+  assert.ok(renderHtml(rep).includes('<svg'));
+});
+
+// ---------------------------------------------------------------- loading workloads, the CLI
+
+test('--example: a missing example or one without a workload export fails with a clear message', async () => {
+  await assert.rejects(loadExample('no-such-example'), (e: Error) => e instanceof WorkloadError && /there is no examples\/no-such-example\.ts \(examples: .*mlp/.test(e.message));
+  const exdir = join(dir, 'examples');
+  rmSync(exdir, { recursive: true, force: true });
+  (await import('node:fs')).mkdirSync(exdir);
+  writeFileSync(join(exdir, 'plain.ts'), 'export const answer = 42;\n');
+  await assert.rejects(loadExample('plain', exdir), /examples\/plain\.ts does not export a 'workload' \(yet\)/);
+  writeFileSync(join(exdir, 'good.ts'), "export const workload = { name: 'good', kind: 'inference', setup() { throw new Error('not called'); } };\n");
+  const lw = await loadExample('good', exdir);
+  assert.equal(lw.workload.name, 'good');
+  assert.equal(lw.source, 'example:good');
+});
+
+test('bin/kiln.js runs the CLI through tsx; exit statuses for bad arguments', async () => {
+  const run = (...a: string[]) => spawnSync(process.execPath, ['bin/kiln.js', ...a], { encoding: 'utf8' });
+  const h = run('advise', '--help');
+  assert.equal(h.status, 0, h.stderr);
+  assert.match(h.stdout, /kiln advise \[workload-module\]/);
+  assert.match(h.stdout, /--fail-if-slower/);
+  const missing = run('advise', '--example', 'no-such-example', '--quiet');
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /there is no examples\/no-such-example\.ts/);
+  // the same entry point in-process
+  const err: string[] = [];
+  const io: Io = { out: () => {}, err: (s) => err.push(s) };
+  assert.equal(await main(['advise', '--calls', 'lots'], io), 2);
+  assert.match(err.join('\n'), /--calls: expected an integer/);
+  assert.equal(await main(['advise', '--bogus'], io), 2);
+  assert.equal(await main(['advise', 'a.ts', '--example', 'mlp'], io), 2);
+  assert.equal(await main(['frobnicate'], io), 2);
+  assert.equal(await main(['advise', './no/such/workload.ts'], io), 1);
+  assert.match(err.join('\n'), /workload module not found/);
+});
+
+test('advise quietly with --no-html writes only what it is asked to', async () => {
+  const r = await advise(['--example', 'mlp', '--calls', '2', '--warmup', '2', '--no-html', '--quiet', '--process-lifetime', '1'], quiet);
+  assert.equal(r.htmlPath, null);
+  assert.equal(r.jsonPath, null);
+  assert.equal(r.report.usage.processLifetime.calls, 1);
+  assert.ok(r.report.usage.assumptions.some((a) => /calls\/day/.test(a)));
+  // one call per process never reaches break-even (or compiled is not faster): do not compile
+  assert.equal(r.report.verdict.verdict === 'do not compile' || r.report.verdict.verdict === 'keep eager for now', true, r.report.verdict.headline);
+});
