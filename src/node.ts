@@ -1,6 +1,8 @@
-// kiln/node: the Node-only entry point (files). Everything browser-safe is in 'kiln'.
+// kiln/node: the Node-only entry point (files, the native backend). Everything browser-safe
+// is in 'kiln'. Importing it registers kiln.compile's backend 'native'.
 
 import './tensor/methods.js';
+import './backend/native/register.js';
 import { DTypeError, StateDictError } from './core/errors.js';
 import type { Tensor } from './tensor/tensor.js';
 import { keep } from './tensor/scope.js';
@@ -40,3 +42,5 @@ export async function loadSafetensorsWithMetadata(path: string): Promise<{ tenso
   }
   return { tensors, metadata: file.metadata };
 }
+
+export { NativeBackend, NativeCompileError, NativeUnavailableError, nativeStats, nativeBatch, clearNativeMemoryCache, nativeUnavailableReason, type NativeStats } from './backend/native/index.js';

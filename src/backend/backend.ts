@@ -28,4 +28,9 @@ export interface Backend {
   launch(kernel: PreparedKernel, args: KernelArgs): void;
   /** The code a kernel spec becomes on this backend, for logs and debug dumps (optional). */
   describe?(spec: KernelSpec): string;
+  /**
+   * Builds the kernels prepared so far together (optional): a native backend compiles all of
+   * a program's kernels as one translation unit. Called after a program prepares its kernels.
+   */
+  flush?(): void;
 }

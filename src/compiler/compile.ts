@@ -13,6 +13,8 @@ import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from '.
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
+import { ArgumentError, KilnError } from '../core/errors.js';
+import type { Backend } from '../backend/backend.js';
 import { log, warnOnce } from './logs.js';
 import { counters } from './stats.js';
 import { userLocation } from './location.js';
@@ -27,7 +29,11 @@ export interface CompileOptions {
   fullgraph?: boolean;
   /** dynamic shapes policy (issue 7): undefined = automatic, true, false */
   dynamic?: boolean;
-  /** 'auto', 'js', or 'eager' (capture and replay, each node with eager kernels) */
+  /**
+   * 'auto', 'js', 'eager' (capture and replay, each node with eager kernels), or a kernel
+   * backend registered by a Node entry point: 'native' (C compiled at run time; import
+   * 'kiln/node'). An explicitly named backend that cannot run here throws, never falls back.
+   */
   backend?: string;
   /** run eagerly, never trace */
   disable?: boolean;
@@ -334,8 +340,32 @@ function formatDecisions(ds: readonly FusionDecision[]): string {
   return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
 }
 
+/**
+ * Backends that run compiled programs' loop kernels over the default backend's buffers,
+ * registered by Node-only entry points ('native' by 'kiln/node'), so that 'kiln' itself
+ * stays browser-safe. `get` throws a typed error when the backend cannot run here.
+ */
+const kernelBackends = new Map<string, () => Backend>();
+
+export function registerKernelBackend(name: string, get: () => Backend): void {
+  kernelBackends.set(name, get);
+}
+
+function kernelBackendFor(opts: CompileOptions): Backend | undefined {
+  const name = opts.backend;
+  if (!name || name === 'auto' || name === 'js' || name === 'eager') return undefined;
+  const get = kernelBackends.get(name);
+  if (!get) {
+    if (name === 'native') throw new ArgumentError("backend 'native' is not registered", 'kiln.compile', "the native backend is Node-only: import 'kiln/node' to register it");
+    return undefined;
+  }
+  return get();
+}
+
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
+  // an explicitly requested kernel backend that cannot run throws here (no silent fallback)
+  const kernelBackend = opts.fuse !== false ? kernelBackendFor(opts) : undefined;
   if (opts.fuse !== false) {
     try {
       const t0 = performance.now();
@@ -344,12 +374,14 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       groupHorizontally(lowered);
       report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
       // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
-      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' });
+      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune', kernelBackend });
       log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
-      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), 'output_code.js': p.source() });
+      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), [kernelBackend ? `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}` : 'output_code.js']: p.source() });
       return p;
     } catch (e) {
+      // a kernel backend's own failure (e.g. the C compiler rejected the code) is reported, not hidden
+      if (kernelBackend && e instanceof KilnError) throw e;
       log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${(e as Error).message}`);
       counters.fusionFallbacks++;
     }

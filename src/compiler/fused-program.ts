@@ -96,14 +96,17 @@ export class FusedProgram {
 
   /** reduce-overhead: output buffers whose tensors were disposed, ready for the next call */
   private readonly outputPool: Map<number, BackendBuffer[]> | null;
+  /** prepares and launches the loop kernels (`backend` unless another one shares its buffers, e.g. native) */
+  readonly kernelBackend: Backend;
 
   constructor(
     readonly lowered: Lowered,
     readonly backend: Backend,
-    opts: { reuseOutputs?: boolean; autotune?: boolean } = {},
+    opts: { reuseOutputs?: boolean; autotune?: boolean; kernelBackend?: Backend } = {},
   ) {
     this.outputPool = opts.reuseOutputs ? new Map() : null;
-    if (opts.autotune) autotune(lowered, backend);
+    const kb = (this.kernelBackend = opts.kernelBackend ?? backend);
+    if (opts.autotune) autotune(lowered, kb);
     this.plan = planMemory(lowered);
     this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size, 'shared'));
     for (const b of lowered.buffers) {
@@ -115,7 +118,8 @@ export class FusedProgram {
     const written = new Set(lowered.steps.flatMap(stepWrites));
     this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
     const n = lowered.buffers.length;
-    this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: backend.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
+    this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: kb.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
+    kb.flush?.();
   }
 
   get kernels(): LoopKernel[] {
@@ -157,7 +161,7 @@ export class FusedProgram {
     }
     const args = { kind: 'loop' as const, buffers: bufs };
     for (const p of this.planned) {
-      if (p.prepared) this.backend.launch(p.prepared, args);
+      if (p.prepared) this.kernelBackend.launch(p.prepared, args);
       else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
     }
     for (const i of this.writtenInputs) inputs[i]!.storage.version++;
@@ -174,7 +178,8 @@ export class FusedProgram {
 
   /** The loop IR of every kernel, the opaque steps, and the memory plan (printer). */
   print(): string {
-    const lines = [`fused program: ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps; scratch ${this.plan.slots.length} buffers / ${this.plan.scratchBytes} bytes (reused by lifetime, ${this.plan.inPlace} in place), outputs ${this.plan.outputBytes} bytes`];
+    const on = this.kernelBackend !== this.backend ? ` (kernels on ${this.kernelBackend.name})` : '';
+    const lines = [`fused program${on}: ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps; scratch ${this.plan.slots.length} buffers / ${this.plan.scratchBytes} bytes (reused by lifetime, ${this.plan.inPlace} in place), outputs ${this.plan.outputBytes} bytes`];
     for (const s of this.lowered.steps) {
       if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
       else lines.push(`opaque ${s.node.op} (%${s.node.id}): (${s.inputs.map((v) => `buf${v.buf}`).join(', ')}) -> buf${s.out.buf}`);
@@ -185,7 +190,7 @@ export class FusedProgram {
   /** Generated source of every kernel, where the backend can show it (KILN_LOGS=output_code). */
   source(): string {
     const n = this.lowered.buffers.length;
-    return this.kernels.map((k) => this.backend.describe?.({ kind: 'loop', kernel: k, nBuffers: n }) ?? printKernel(k)).join('\n\n');
+    return this.kernels.map((k) => this.kernelBackend.describe?.({ kind: 'loop', kernel: k, nBuffers: n }) ?? printKernel(k)).join('\n\n');
   }
 }
 

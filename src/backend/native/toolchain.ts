@@ -1,0 +1,322 @@
+// The C toolchain of the native backend: finding a compiler, compiling one translation unit
+// to a shared library (cached on disk), and loading it through koffi.
+//
+//   KILN_CC        compiler command (default: the first of cc, gcc, clang on PATH); may carry
+//                  arguments, e.g. "ccache gcc"
+//   KILN_CFLAGS    compile flags (default: -O3 -march=native -ffast-math); -fPIC, and
+//                  -fopenmp where the compiler accepts it, are always added
+//   KILN_CACHE_DIR cache folder (default: $XDG_CACHE_HOME/kiln, else ~/.cache/kiln); the
+//                  libraries live in its native/ folder, named by a hash of the source, the
+//                  flags, the compiler's version line and the CPU model
+//
+// Compiling and linking are two commands: linking with -ffast-math would add GCC's
+// crtfastmath.o, whose constructor turns on flush-to-zero for the whole Node process.
+// Libraries are linked with -z nodelete so that libgomp's threads never outlive their code.
+
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { accessSync, constants, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism, cpus, homedir, platform } from 'node:os';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { NativeCompileError, NativeUnavailableError } from './errors.js';
+
+/** Bumped when the code generation changes in a way the source text does not show. */
+const FORMAT = 'kiln-native-1';
+
+export interface Compiler {
+  /** the command and its leading arguments */
+  readonly cmd: readonly string[];
+  /** first line of `cc --version` */
+  readonly version: string;
+}
+
+/** Counters of the native toolchain (tests and kiln.explain read them). */
+export const nativeCounters = {
+  /** translation units compiled by the C compiler */
+  compiles: 0,
+  /** translation units found in the disk cache */
+  diskHits: 0,
+  /** libraries loaded (each once per process) */
+  loads: 0,
+  /** milliseconds spent in the C compiler */
+  compileMs: 0,
+  /** compiles that had to drop -fopenmp */
+  noOpenmp: 0,
+};
+
+const found = new Map<string, Compiler | string>();
+
+/** Whether a path names an executable file. */
+function executable(p: string): boolean {
+  try {
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function which(name: string): string | null {
+  if (name.includes('/')) return executable(name) ? name : null;
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const p = join(dir, name);
+    if (executable(p)) return p;
+  }
+  return null;
+}
+
+/** The C compiler to use, or the reason there is none (cached per KILN_CC and PATH). */
+export function findCompiler(): Compiler | string {
+  const env = process.env.KILN_CC?.trim();
+  const key = `${env ?? ''}\0${process.env.PATH ?? ''}`;
+  const hit = found.get(key);
+  if (hit !== undefined) return hit;
+  let result: Compiler | string;
+  const candidates = env ? [env.split(/\s+/)] : [['cc'], ['gcc'], ['clang']];
+  result = env ? `KILN_CC=${env} is not an executable` : 'no C compiler (cc, gcc or clang) on PATH';
+  for (const cand of candidates) {
+    const path = which(cand[0]!);
+    if (!path) continue;
+    const cmd = [path, ...cand.slice(1)];
+    const r = spawnSync(cmd[0]!, [...cmd.slice(1), '--version'], { encoding: 'utf8', timeout: 20_000 });
+    if (r.status !== 0 || r.error) {
+      result = `${cmd.join(' ')} --version failed${r.error ? `: ${r.error.message}` : ''}`;
+      continue;
+    }
+    result = { cmd, version: (r.stdout.split('\n')[0] ?? '').trim() };
+    break;
+  }
+  found.set(key, result);
+  return result;
+}
+
+/** Compile flags (without -fopenmp). */
+export function compileFlags(): string[] {
+  const env = process.env.KILN_CFLAGS?.trim();
+  const base = env ? env.split(/\s+/) : ['-O3', '-march=native', '-ffast-math'];
+  return [...base, '-fPIC'];
+}
+
+export function cacheDir(): string {
+  const env = process.env;
+  const root = env.KILN_CACHE_DIR || (env.XDG_CACHE_HOME ? join(env.XDG_CACHE_HOME, 'kiln') : join(homedir(), '.cache', 'kiln'));
+  return join(isAbsolute(root) ? root : join(process.cwd(), root), 'native');
+}
+
+/** Compilers found to reject -fopenmp (by version line). */
+const noOpenmp = new Set<string>();
+
+function run(cmd: readonly string[], args: readonly string[]): { ok: boolean; command: string; stderr: string } {
+  const r = spawnSync(cmd[0]!, [...cmd.slice(1), ...args], { encoding: 'utf8', timeout: 300_000 });
+  const command = [...cmd, ...args].map(quote).join(' ');
+  return { ok: r.status === 0 && !r.error, command, stderr: `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}` };
+}
+
+export interface Built {
+  readonly path: string;
+  /** true: found in the disk cache */
+  readonly cached: boolean;
+  readonly openmp: boolean;
+}
+
+/** One translation unit to build: its source, `light` (small kernels: -O1), libraries to link. */
+export interface Unit {
+  readonly source: string;
+  readonly light?: boolean;
+  readonly libs?: readonly string[];
+}
+
+/** Flags of a unit: light units (only small kernels) trade -O2/-O3 for -O1, 3-4x faster to compile. */
+function unitFlags(u: Unit): string[] {
+  const flags = compileFlags();
+  return u.light && flags.some((f) => /^-O([2-9]|fast)$/.test(f)) ? [...flags, '-O1'] : flags;
+}
+
+interface Planned {
+  readonly unit: Unit;
+  readonly flags: string[];
+  readonly hash: string;
+  readonly lib: string;
+}
+
+function plan(u: Unit, cc: Compiler): Planned {
+  const flags = unitFlags(u);
+  const wantOmp = !noOpenmp.has(cc.version);
+  const hash = createHash('sha256').update([FORMAT, u.source, cc.cmd.join(' '), flags.join(' '), wantOmp ? 'omp' : 'no-omp', cc.version, cpus()[0]?.model ?? '', platform(), ...(u.libs ?? [])].join('\0')).digest('hex').slice(0, 40);
+  return { unit: u, flags, hash, lib: join(cacheDir(), `${hash}.so`) };
+}
+
+/** Creates the cache folder; a folder that cannot be written makes the backend unavailable. */
+function ensureCacheDir(): void {
+  const dir = cacheDir();
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (e) {
+    throw new NativeUnavailableError(`cannot write the cache folder ${dir} (${(e as Error).message}); set KILN_CACHE_DIR to a writable folder`);
+  }
+}
+
+const linkFlags = (omp: boolean) => ['-shared', ...(omp ? ['-fopenmp'] : []), ...(platform() === 'darwin' ? [] : ['-Wl,-z,nodelete'])];
+
+function tempBase(p: Planned): string {
+  return join(cacheDir(), `${p.hash}.${process.pid}.${Math.random().toString(36).slice(2)}`);
+}
+
+/** Moves a built library (and its source, for reading) to its cache name. */
+function publish(p: Planned, tmp: string): void {
+  renameSync(`${tmp}.so`, p.lib);
+  try {
+    writeFileSync(`${tmp}.keep.c`, p.unit.source);
+    renameSync(`${tmp}.keep.c`, join(cacheDir(), `${p.hash}.c`));
+  } catch {
+    // optional
+  }
+  nativeCounters.compiles++;
+}
+
+/** Compiles one unit on this thread, dropping -fopenmp if the compiler rejects it. */
+function compileOne(p: Planned, cc: Compiler, log: (msg: string) => void): Built {
+  ensureCacheDir();
+  const tmp = tempBase(p);
+  const src = `${tmp}.c`, obj = `${tmp}.o`, out = `${tmp}.so`;
+  writeFileSync(src, p.unit.source);
+  try {
+    let omp = !noOpenmp.has(cc.version);
+    let c = run(cc.cmd, [...p.flags, ...(omp ? ['-fopenmp'] : []), '-c', src, '-o', obj]);
+    if (!c.ok && omp) {
+      const plain = run(cc.cmd, [...p.flags, '-c', src, '-o', obj]);
+      if (plain.ok) {
+        omp = false;
+        noOpenmp.add(cc.version);
+        nativeCounters.noOpenmp++;
+        log(`${cc.cmd.join(' ')} rejected -fopenmp; native kernels run on one thread (${c.stderr.trim().split('\n')[0] ?? ''})`);
+      }
+      c = plain;
+    }
+    if (!c.ok) throw new NativeCompileError(c.command, c.stderr);
+    const l = run(cc.cmd, [...linkFlags(omp), '-o', out, obj, ...(p.unit.libs ?? []), '-lm']);
+    if (!l.ok) throw new NativeCompileError(l.command, l.stderr);
+    publish(p, tmp);
+    return { path: p.lib, cached: false, openmp: omp };
+  } finally {
+    for (const f of [src, obj, out]) rmSync(f, { force: true });
+  }
+}
+
+const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * The shared libraries of some translation units: from the disk cache, or compiled there
+ * (each written under a temporary name, then renamed, so concurrent builds never see half a
+ * file). Several units compile in parallel (one shell running a job per core at a time); a
+ * unit that fails there is compiled again alone, for the exact error or the -fopenmp fallback.
+ */
+export function buildLibraries(units: readonly Unit[], cc: Compiler, log: (msg: string) => void): Built[] {
+  const planned = units.map((u) => plan(u, cc));
+  const out: (Built | null)[] = planned.map((p) => {
+    if (!existsSync(p.lib)) return null;
+    nativeCounters.diskHits++;
+    return { path: p.lib, cached: true, openmp: !noOpenmp.has(cc.version) };
+  });
+  const todo = planned.flatMap((p, i) => (out[i] ? [] : [i]));
+  const t0 = performance.now();
+  try {
+    if (todo.length > 1 && !noOpenmp.has(cc.version)) {
+      ensureCacheDir();
+      const jobs = todo.map((i) => ({ i, p: planned[i]!, tmp: tempBase(planned[i]!) }));
+      for (const j of jobs) writeFileSync(`${j.tmp}.c`, j.p.unit.source);
+      const lines = jobs.map((j) => {
+        const c = [...cc.cmd, ...j.p.flags, '-fopenmp', '-c', `${j.tmp}.c`, '-o', `${j.tmp}.o`].map(quote).join(' ');
+        const l = [...cc.cmd, ...linkFlags(true), '-o', `${j.tmp}.so`, `${j.tmp}.o`, ...(j.p.unit.libs ?? []), '-lm'].map(quote).join(' ');
+        return `( ${c} 2>/dev/null && ${l} 2>/dev/null ) &`;
+      });
+      const par = Math.max(1, availableParallelism());
+      const script: string[] = [];
+      for (let k = 0; k < lines.length; k += par) script.push(...lines.slice(k, k + par), 'wait');
+      spawnSync('sh', ['-c', script.join('\n')], { stdio: 'ignore', timeout: 600_000 });
+      for (const j of jobs) {
+        if (existsSync(`${j.tmp}.so`)) {
+          publish(j.p, j.tmp);
+          out[j.i] = { path: j.p.lib, cached: false, openmp: true };
+        }
+        for (const ext of ['c', 'o', 'so']) rmSync(`${j.tmp}.${ext}`, { force: true });
+      }
+    }
+    // what is left (one unit, or failures of the parallel run): one by one, with the exact error
+    return out.map((b, i) => b ?? compileOne(planned[i]!, cc, log));
+  } finally {
+    nativeCounters.compileMs += performance.now() - t0;
+  }
+}
+
+/** The shared library of one translation unit (see buildLibraries). */
+export function buildLibrary(source: string, cc: Compiler, log: (msg: string) => void, libs: readonly string[] = []): Built {
+  return buildLibraries([{ source, libs }], cc, log)[0]!;
+}
+
+// ---------------------------------------------------------------- koffi
+
+export interface KoffiLib {
+  func(name: string, result: string, params: string[]): (...args: unknown[]) => unknown;
+}
+interface Koffi {
+  load(path: string): KoffiLib;
+}
+
+let koffi: Koffi | string | null = null;
+
+/** koffi, loaded on first use (a Node-only native module), or the reason it cannot be. */
+export function getKoffi(): Koffi | string {
+  if (koffi === null) {
+    try {
+      koffi = createRequire(import.meta.url)('koffi') as Koffi;
+    } catch (e) {
+      koffi = `the koffi package cannot be loaded (${(e as Error).message.split('\n')[0]}); npm install koffi`;
+    }
+  }
+  return koffi;
+}
+
+const libs = new Map<string, KoffiLib>();
+
+/** Loads a library once per process. */
+export function loadLibrary(path: string): KoffiLib {
+  let lib = libs.get(path);
+  if (lib) return lib;
+  const k = getKoffi();
+  if (typeof k === 'string') throw new NativeUnavailableError(k);
+  lib = k.load(path);
+  nativeCounters.loads++;
+  libs.set(path, lib);
+  return lib;
+}
+
+/**
+ * Builds (or finds) and loads units. A cached library that does not load (a truncated file,
+ * say) is removed and built again once.
+ */
+export function buildAndLoad(units: readonly Unit[], cc: Compiler, log: (msg: string) => void): { built: Built[]; libs: KoffiLib[] } {
+  const built = buildLibraries(units, cc, log);
+  const loaded = built.map((b, i) => {
+    try {
+      return loadLibrary(b.path);
+    } catch (e) {
+      if (!b.cached || e instanceof NativeUnavailableError) throw e;
+      log(`removing a cached library that does not load (${(e as Error).message.split('\n')[0]}): ${b.path}`);
+      rmSync(b.path, { force: true });
+      built[i] = buildLibraries([units[i]!], cc, log)[0]!;
+      return loadLibrary(built[i]!.path);
+    }
+  });
+  return { built, libs: loaded };
+}
+
+/** Forgets what was found (compiler) so the next use looks again (tests change KILN_CC). */
+export function resetToolchain(): void {
+  found.clear();
+}
+
+export { NativeCompileError, NativeUnavailableError };

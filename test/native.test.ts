@@ -1,0 +1,337 @@
+// The native backend (C compiled at run time, called through koffi): the op table, random
+// graphs and an MLP training step compiled with { backend: 'native' } against the float64
+// reference / eager; the disk cache; and what happens without a C compiler.
+// Skipped (with the reason printed) where no C compiler or koffi is available.
+//
+// Speed: the op-table and random-graph cases are traced once inside nativeBatch (their
+// kernels run as JS meanwhile and are compiled at the end as one C unit), then checked with
+// the native kernels; compiled libraries are cached on disk (KILN_CACHE_DIR, here a folder
+// under the OS temp dir) between runs.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import fc from 'fast-check';
+import * as kiln from 'kiln';
+import { clearNativeMemoryCache, nativeBatch, nativeStats, nativeUnavailableReason, NativeUnavailableError, NativeCompileError } from 'kiln/node';
+import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL } from './op-table.js';
+
+process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');
+const unavailable = nativeUnavailableReason();
+if (unavailable) console.log(`# native backend tests skipped: ${unavailable}`);
+const skip = unavailable ? `native backend unavailable: ${unavailable}` : false;
+
+const NATIVE = { backend: 'native', fullgraph: true } as const;
+const base = baseSeed();
+const RANDOM = /dropout/;
+const READS_DATA = /oneHot.*infer|oneHot$/;
+
+/** Runs every op-table case compiled on native; `check` false: trace only (inside nativeBatch). */
+function runCase(c: (typeof OP_TABLE)[number], check: boolean): void {
+  const seed = caseSeed(base, c.name);
+  withSeed(base, seed, () => {
+    kiln.scope(() => {
+      kiln.compiler.reset();
+      const rng = new Rng(seed, 'float32');
+      const inputs = c.make(rng);
+      const before = inputs.map(toND);
+      const fn = (...xs: kiln.Tensor[]) => c.run(kiln, xs);
+      const expectBreak = READS_DATA.test(c.name);
+      const compiled = kiln.compile(fn, { ...NATIVE, fullgraph: !expectBreak });
+      for (const call of check ? ['trace', 'replay'] : ['trace']) {
+        const outs = asList(compiled(...inputs) as kiln.Tensor | readonly kiln.Tensor[]);
+        if (!check) continue;
+        if (RANDOM.test(c.name)) {
+          const eager = asList(fn(...inputs));
+          assert.deepEqual(outs.map((o) => o.shape), eager.map((o) => o.shape));
+          continue;
+        }
+        checkOutputs(`${c.name} (native ${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
+      }
+    });
+  });
+}
+
+test('native: every op-table case compiled equals the float64 reference', { skip }, () => {
+  // one C unit for every case's kernels, then each case traced again and checked on native
+  nativeBatch(() => {
+    for (const c of OP_TABLE) runCase(c, false);
+  });
+  const compiles = nativeStats().compiles;
+  const failures: string[] = [];
+  for (const c of OP_TABLE) {
+    try {
+      runCase(c, true);
+    } catch (e) {
+      failures.push(`${c.name}: ${(e as Error).message}`);
+    }
+  }
+  assert.deepEqual(failures, []);
+  assert.equal(nativeStats().compiles, compiles, 'the checked runs found every kernel already compiled');
+});
+
+// ---- random graphs (as test/compile-random-graphs.test.ts, on native) ----
+
+type T = kiln.Tensor;
+const UNARY: ((x: T) => T)[] = [
+  (x) => x.neg(), (x) => x.abs(), (x) => x.tanh(), (x) => x.sigmoid(), (x) => x.relu(), (x) => x.sin(),
+  (x) => x.gelu('tanh'), (x) => x.silu(), (x) => x.softplus(), (x) => x.mul(x), (x) => x.abs().add(1).log(),
+  (x) => x.abs().add(0.5).sqrt(), (x) => x.tanh().exp(), (x) => x.clamp(-0.5, 0.7),
+];
+const BINARY: ((a: T, b: T) => T)[] = [
+  (a, b) => a.add(b), (a, b) => a.sub(b), (a, b) => a.mul(b), (a, b) => a.maximum(b), (a, b) => a.minimum(b),
+  (a, b) => a.div(b.abs().add(1)), (a, b) => kiln.where(a.gt(b), a, b.mul(0.5)),
+];
+const REDUCE: ((x: T, d: number, k: boolean) => T)[] = [
+  (x, d, k) => x.sum(d, k), (x, d, k) => x.max(d, k), (x, d, k) => x.min(d, k), (x, d, k) => x.mean(d, k),
+  (x, d) => x.softmax(d), (x, d) => x.logSoftmax(d), (x, d, k) => x.logsumexp(d, k), (x, d, k) => x.argmax(d, k).float(),
+];
+
+type Op =
+  | { k: 'unary'; f: number; a: number }
+  | { k: 'binary'; f: number; a: number; b: number }
+  | { k: 'reduce'; f: number; a: number; dim: number; keep: boolean }
+  | { k: 'transpose'; a: number }
+  | { k: 'slice'; a: number; dim: number; start: number }
+  | { k: 'matmul'; a: number }
+  | { k: 'reshape'; a: number };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ k: fc.constant('unary' as const), f: fc.nat(UNARY.length - 1), a: fc.nat(20) }),
+  fc.record({ k: fc.constant('binary' as const), f: fc.nat(BINARY.length - 1), a: fc.nat(20), b: fc.nat(20) }),
+  fc.record({ k: fc.constant('reduce' as const), f: fc.nat(REDUCE.length - 1), a: fc.nat(20), dim: fc.integer({ min: -3, max: 2 }), keep: fc.boolean() }),
+  fc.record({ k: fc.constant('transpose' as const), a: fc.nat(20) }),
+  fc.record({ k: fc.constant('slice' as const), a: fc.nat(20), dim: fc.nat(2), start: fc.nat(2) }),
+  fc.record({ k: fc.constant('matmul' as const), a: fc.nat(20) }),
+  fc.record({ k: fc.constant('reshape' as const), a: fc.nat(20) }),
+);
+
+function program(ops: readonly Op[], nOut: number) {
+  return (...inputs: T[]): T[] => {
+    const pool = [...inputs];
+    const w = inputs[inputs.length - 1]!;
+    const pick = (i: number) => pool[i % pool.length]!;
+    for (const op of ops) {
+      try {
+        let r: T;
+        switch (op.k) {
+          case 'unary': r = UNARY[op.f]!(pick(op.a)); break;
+          case 'binary': r = BINARY[op.f]!(pick(op.a), pick(op.b)); break;
+          case 'reduce': { const x = pick(op.a); if (x.ndim === 0) continue; r = REDUCE[op.f]!(x, op.dim % x.ndim, op.keep); break; }
+          case 'transpose': { const x = pick(op.a); if (x.ndim < 2) continue; r = x.transpose(-1, -2); break; }
+          case 'slice': { const x = pick(op.a); if (x.ndim === 0) continue; const d = op.dim % x.ndim; r = x.slice(d, Math.min(op.start, x.shape[d]! - 1)); break; }
+          case 'matmul': { const x = pick(op.a); if (x.ndim === 0 || x.shape[x.ndim - 1] !== w.shape[0]) continue; r = x.matmul(w); break; }
+          case 'reshape': r = pick(op.a).reshape(-1); break;
+        }
+        pool.push(r);
+      } catch (e) {
+        if (!(e instanceof kiln.KilnError)) throw e;
+      }
+    }
+    return pool.slice(-nOut);
+  };
+}
+
+const shapeArb = fc.tuple(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 2, max: 5 }));
+const graphArb = fc.tuple(shapeArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 3 }), fc.nat(1000));
+
+function checkGraph([[a, b, c], ops, nOut, seed]: [[number, number, number], Op[], number, number], check: boolean): void {
+  kiln.scope(() => {
+    kiln.compiler.reset();
+    kiln.manualSeed(seed);
+    const inputs = [kiln.randn([a, b, c]), kiln.randn([b, c]), kiln.randn([1, c]), kiln.randn([c, c])];
+    const fn = program(ops, nOut);
+    const eager = fn(...inputs);
+    const compiled = kiln.compile(fn, NATIVE);
+    for (const call of check ? ['trace', 'replay'] : ['trace']) {
+      const got = compiled(...inputs);
+      if (!check) continue;
+      assert.equal(got.length, eager.length);
+      got.forEach((g, i) => {
+        const e = eager[i]!;
+        assert.deepEqual(g.shape, e.shape, `${call} output ${i} shape`);
+        const x = g.dataSync(), y = e.dataSync();
+        let scale = 1e-3;
+        for (let k = 0; k < y.length; k++) scale = Math.max(scale, Math.abs(y[k]!));
+        for (let k = 0; k < y.length; k++) {
+          const bad = !(Math.abs(x[k]! - y[k]!) <= 1e-5 * scale + 1e-6) && !(Number.isNaN(x[k]!) && Number.isNaN(y[k]!)) && x[k] !== y[k];
+          if (bad) assert.fail(`native ${call} output ${i}[${k}]: compiled ${x[k]} vs eager ${y[k]} (ops ${JSON.stringify(ops)})`);
+        }
+      });
+    }
+  });
+}
+
+test('native: random graphs compiled (fullgraph) equal eager', { skip }, () => {
+  const graphs = fc.sample(graphArb, { numRuns: 120, seed: 20261130 });
+  nativeBatch(() => graphs.forEach((g) => checkGraph(g, false)));
+  graphs.forEach((g) => checkGraph(g, true));
+  // and a shrinking property run over fresh graphs (a few: each may compile a unit)
+  fc.assert(fc.property(graphArb, (g) => checkGraph(g, true)), { numRuns: 4 });
+});
+
+// ---- large kernels: the threaded paths (OpenMP splits, chunked 1-D loops, matmul blocks) ----
+
+test('native: large kernels (split across threads) equal eager', { skip }, () => {
+  kiln.manualSeed(11);
+  const big = kiln.keep(kiln.randn([300_000]));
+  const rows = kiln.keep(kiln.randn([512, 300]));
+  const a = kiln.keep(kiln.randn([256, 300]));
+  const w = kiln.keep(kiln.randn([200, 300]));
+  const bias = kiln.keep(kiln.randn([200]));
+  const qa = kiln.keep(kiln.randn([8, 64, 48]));
+  const qb = kiln.keep(kiln.randn([8, 48, 64]));
+  const one = kiln.keep(kiln.randn([1, 300, 160]));
+  const cases: [string, (...xs: T[]) => T | T[], T[]][] = [
+    ['W4-like 1-D chain', (x) => x.mul(1.5).add(0.3).tanh().mul(x.sigmoid()).sub(x.mul(0.1)), [big]],
+    ['full reduction and argmax', (x) => [x.sum(), x.max(), x.argmax().float(), x.abs().mean()], [big]],
+    ['softmax, layer norm, argmax rows', (x) => [x.softmax(-1), kiln.layerNorm(x, [300]), x.argmin(-1, true).float(), x.logsumexp(0)], [rows]],
+    ['transposed rows', (x) => x.transpose(0, 1).softmax(-1).mul(2), [rows]],
+    ['linear + gelu epilogue (x·Wᵀ)', (x, wt, b) => kiln.linear(x, wt, b).gelu(), [a, w, bias]],
+    ['batched matmul (batch-parallel)', (x, y) => x.matmul(y).relu(), [qa, qb]],
+    ['batch-1 matmul, rows split', (x, y) => x.matmul(y.transpose(-1, -2).transpose(-1, -2)), [one, kiln.keep(kiln.randn([160, 96]))]],
+    ['comparisons, where, int math', (x) => { const i = x.mul(100).to('int32'); return [kiln.where(x.gt(0), x, x.mul(0.5)), i.mul(i).add(7).float(), x.gt(0.5).logicalOr(x.lt(-0.5)).float()]; }, [big]],
+  ];
+  for (const [name, fn, inputs] of cases) {
+    kiln.scope(() => {
+      kiln.compiler.reset();
+      const js = asList(fn(...inputs)).map((t) => Array.from(t.dataSync()));
+      const nat = kiln.compile(fn, NATIVE);
+      for (const call of ['trace', 'replay']) {
+        const got = asList(nat(...inputs)).map((t) => Array.from(t.dataSync()));
+        got.forEach((g, o) => {
+          const e = js[o]!;
+          assert.equal(g.length, e.length);
+          let scale = 1e-3;
+          for (const v of e) scale = Math.max(scale, Math.abs(v));
+          for (let k = 0; k < e.length; k++) {
+            if (!(Math.abs(g[k]! - e[k]!) <= 2e-5 * scale + 1e-5) && !(Number.isNaN(g[k]) && Number.isNaN(e[k]))) assert.fail(`${name} (${call}) output ${o}[${k}]: native ${g[k]} vs eager ${e[k]}`);
+          }
+        });
+      }
+    });
+  }
+  for (const t of [big, rows, a, w, bias, qa, qb, one]) t.dispose();
+});
+
+// ---- a training step ----
+
+function mlpStep(backend: string | null, opt: 'sgd' | 'adam') {
+  kiln.manualSeed(7);
+  const model = new kiln.nn.Sequential(new kiln.nn.Linear(12, 32), new kiln.nn.ReLU(), new kiln.nn.Linear(32, 16), new kiln.nn.Tanh(), new kiln.nn.Linear(16, 3));
+  const optim = opt === 'sgd' ? new kiln.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 }) : new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
+  const x = kiln.keep(kiln.randn([64, 12]));
+  const y = kiln.keep(kiln.randint(0, 3, [64]));
+  const step = (xb: kiln.Tensor, yb: kiln.Tensor) => {
+    optim.zeroGrad();
+    const loss = kiln.crossEntropy(model.call(xb), yb);
+    loss.backward();
+    optim.step();
+    return loss;
+  };
+  const run = backend ? kiln.compile(step, { backend, fullgraph: true }) : step;
+  const losses: number[] = [];
+  for (let i = 0; i < 6; i++) losses.push(kiln.scope(() => (run(x, y) as kiln.Tensor).item()));
+  return { losses, params: model.parameters().map((p) => Array.from(p.dataSync())) };
+}
+
+for (const opt of ['sgd', 'adam'] as const) {
+  test(`native: a compiled MLP training step (${opt}) equals eager over several steps`, { skip }, () => {
+    kiln.compiler.reset();
+    const eager = mlpStep(null, opt);
+    const native = mlpStep('native', opt);
+    native.losses.forEach((l, i) => assert.ok(Math.abs(l - eager.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(eager.losses[i]!)), `step ${i}: native loss ${l} vs eager ${eager.losses[i]}`));
+    native.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - eager.params[i]![j]!) <= 1e-4, `param ${i}[${j}]: ${v} vs ${eager.params[i]![j]}`)));
+    assert.ok(kiln.stats().cacheHits >= 4, 'the step replayed');
+  });
+}
+
+// ---- the disk cache ----
+
+test('native: a second build of the same program loads the library from the disk cache', { skip }, () => {
+  // a program no other test builds (its constant is unique), so its unit is not on disk yet
+  const unique = 1 + Math.random();
+  const fn = (x: kiln.Tensor) => x.mul(unique).exp().sum(-1);
+  const x = kiln.keep(kiln.randn([8, 16]));
+  const build = () => kiln.scope(() => {
+    kiln.compiler.reset();
+    return Array.from((kiln.compile(fn, NATIVE)(x) as kiln.Tensor).dataSync());
+  });
+  const s0 = nativeStats();
+  const first = build();
+  const s1 = nativeStats();
+  assert.equal(s1.compiles - s0.compiles, 1, 'the first build ran the C compiler once');
+  clearNativeMemoryCache(); // as a new process would: nothing compiled in memory
+  const second = build();
+  const s2 = nativeStats();
+  assert.equal(s2.compiles, s1.compiles, 'the second build compiled nothing');
+  assert.ok(s2.diskHits - s1.diskHits >= 1, 'the second build loaded from the disk cache');
+  assert.deepEqual(second, first);
+  x.dispose();
+});
+
+// ---- no compiler ----
+
+test('native: without a C compiler, backend native throws a typed error (and js still works)', { skip: unavailable ? 'no compiler here to hide' : false }, () => {
+  const saved = process.env.KILN_CC;
+  process.env.KILN_CC = '/nonexistent/kiln-cc';
+  clearNativeMemoryCache();
+  try {
+    assert.match(nativeUnavailableReason() ?? '', /KILN_CC=\/nonexistent\/kiln-cc is not an executable/);
+    kiln.compiler.reset();
+    const x = kiln.keep(kiln.randn([4, 4]));
+    const fn = (t: kiln.Tensor) => t.mul(2).add(1);
+    assert.throws(() => kiln.scope(() => kiln.compile(fn, NATIVE)(x)), (e: unknown) => {
+      assert.ok(e instanceof NativeUnavailableError && e instanceof kiln.KilnError);
+      assert.match((e as Error).message, /unavailable.*KILN_CC/s);
+      assert.match((e as Error).message, /hint: install a C compiler/);
+      return true;
+    });
+    // nothing was left half-traced: the same function compiles on js
+    const out = kiln.scope(() => Array.from((kiln.compile(fn, { backend: 'js', fullgraph: true })(x) as kiln.Tensor).dataSync()));
+    assert.deepEqual(out, Array.from(x.dataSync()).map((v) => Math.fround(v * 2 + 1)));
+    x.dispose();
+  } finally {
+    if (saved === undefined) delete process.env.KILN_CC;
+    else process.env.KILN_CC = saved;
+    clearNativeMemoryCache();
+  }
+  assert.equal(nativeUnavailableReason(), null);
+});
+
+test('native: a PATH without any C compiler is reported as such', { skip }, () => {
+  // in a child process, so this process's PATH (and compiler lookup) stays as it is
+  const script = "import('kiln/node').then((k) => console.log(k.nativeUnavailableReason()))";
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, PATH: mkdtempSync(join(tmpdir(), 'kiln-empty-path-')), KILN_CC: '' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /no C compiler \(cc, gcc or clang\) on PATH/);
+});
+
+test('native: a compiler failure raises NativeCompileError with the command and stderr', { skip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-bad-cflags-'));
+  const saved = { flags: process.env.KILN_CFLAGS, cache: process.env.KILN_CACHE_DIR };
+  process.env.KILN_CFLAGS = '-O2 -fno-such-flag-kiln';
+  process.env.KILN_CACHE_DIR = dir;
+  clearNativeMemoryCache();
+  try {
+    kiln.compiler.reset();
+    const x = kiln.keep(kiln.randn([3]));
+    assert.throws(() => kiln.scope(() => kiln.compile((t: kiln.Tensor) => t.sin(), NATIVE)(x)), (e: unknown) => {
+      assert.ok(e instanceof NativeCompileError);
+      assert.match(e.command, /-fno-such-flag-kiln/);
+      assert.match(e.stderr, /no-such-flag-kiln/);
+      return true;
+    });
+    x.dispose();
+  } finally {
+    for (const [k, v] of [['KILN_CFLAGS', saved.flags], ['KILN_CACHE_DIR', saved.cache]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    clearNativeMemoryCache();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
