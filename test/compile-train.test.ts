@@ -109,3 +109,24 @@ test('the MLP example: compiled module forward and 20 compiled Adam steps equal 
   });
   assert.equal(kiln.stats().graphBreaks.length, 0);
 });
+
+test('optimizer state created while tracing stays per parameter (CSE-merged values get their own memory), in every backend', () => {
+  for (const backend of ['js', 'eager']) {
+    kiln.compiler.reset();
+    const m = build(11);
+    const opt = new kiln.optim.AdamW(m.parameters(), { lr: 1e-2 });
+    const x = kiln.keep(kiln.randn([8, 8])), y = kiln.keep(kiln.randint(0, 4, [8]));
+    const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
+      opt.zeroGrad();
+      const loss = kiln.crossEntropy(m.forward(x) as kiln.Tensor, y);
+      loss.backward();
+      opt.step();
+      return loss;
+    }, { fullgraph: true, backend });
+    for (let i = 0; i < 3; i++) kiln.scope(() => { step(x, y); });
+    const states = m.parameters().map((p) => (opt as unknown as { state: Map<kiln.Tensor, Record<string, kiln.Tensor>> }).state.get(p)!);
+    const steps = states.map((s) => Object.values(s).find((t) => t.ndim === 0)!);
+    assert.equal(new Set(steps.map((t) => t.storage)).size, steps.length, `${backend}: every parameter has its own step counter`);
+    for (const t of steps) assert.equal(t.item(), 3, `${backend}: three steps counted`);
+  }
+});

@@ -2,6 +2,7 @@
 // (with the reason) when they do not, and report every graph break and fallback.
 
 import { runtime, readContiguous } from '../ops/dispatch.js';
+import { copy } from '../ops/pointwise.js';
 import { Tensor, tensorHooks } from '../tensor/tensor.js';
 import { keep } from '../tensor/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
@@ -321,15 +322,21 @@ export class CompiledFunction {
     const outs = program ? program.run(inputs) : interpret(optimized, inputs);
     report.timings.firstRun += performance.now() - r0;
     // give every live proxy of each output node its data
+    // values CSE merged (e.g. every Adam step counter starts as 0 + 1) still become separate
+    // tensors: each distinct traced value gets its own memory
+    const given = new Set<unknown>();
+    const made: Tensor[] = [];
     originalOutputs.forEach((id, i) => {
-      const out = outs[i]!;
+      let out = outs[i]!;
+      if (given.has(out.storage)) made.push((out = copy(out)));
+      given.add(out.storage);
       for (const p of tracer.proxies.get(id) ?? []) {
         if (!p.isDisposed && p.trace?.id === id && p.trace.tracer === tracer) {
           p.materialize(out.storage, out.strides, out.offset);
         }
       }
-      out.dispose();
     });
+    for (const t of new Set([...outs, ...made])) t.dispose();
     return { graph: optimized, program, idMap };
   }
 }
@@ -451,9 +458,13 @@ function fillTemplate(t: unknown, outs: Tensor[]): unknown {
 }
 
 function applyGradEffects(effects: readonly { leaf: Tensor; outputIndex: number | null }[], outs: Tensor[]): void {
+  const given = new Set<Tensor>();
   for (const e of effects) {
     const old = e.leaf.grad;
-    const next = e.outputIndex === null ? null : keep(outs[e.outputIndex]!);
+    let next = e.outputIndex === null ? null : outs[e.outputIndex]!;
+    // two leaves whose gradients CSE merged still get private grads (as eager gives them)
+    if (next && given.has(next)) next = copy(next);
+    if (next) given.add(keep(next));
     if (old === next) continue;
     e.leaf.grad = next;
     old?.dispose();
