@@ -1,7 +1,7 @@
 // matmul (batched, broadcasting) as one primitive over [..., M, K] x [..., K, N].
 
 import { ShapeError, DTypeError, fmtShape } from '../core/errors.js';
-import { broadcastShapes } from '../core/shape.js';
+import { broadcastShapes, numel, viewStrides } from '../core/shape.js';
 import { promoteTypes } from '../core/dtype.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
@@ -64,6 +64,15 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   }
   if (a.ndim === 1) return squeeze(apply(matmulPrim, [unsqueeze(a, 0), b], {}), -2);
   if (b.ndim === 1) return squeeze(apply(matmulPrim, [a, unsqueeze(b, 1)], {}), -1);
+  if (b.ndim === 2 && a.ndim > 2) {
+    // [..., M, K] x [K, N] with a batch of more than one: fold the batch dims into rows, as
+    // torch does (when that is a view): one product instead of a batch of small ones, and
+    // b's gradient is one [K, N] product instead of a [..., K, N] intermediate summed over the batch
+    const k = a.shape[a.ndim - 1]!, rows = numel(a.shape.slice(0, -1));
+    if (rows > a.shape[a.ndim - 2]! && viewStrides(a.shape, a.strides, [rows, k])) {
+      return reshape(apply(matmulPrim, [reshape(a, [rows, k]), b], {}), [...a.shape.slice(0, -1), b.shape[1]!]);
+    }
+  }
   return apply(matmulPrim, [a, b], {});
 }
 
