@@ -118,11 +118,41 @@ function accumulate(op: ReduceOp, a: string, v: string): string {
   }
 }
 
+/**
+ * Statements that read no loop variable (e.g. Adam's bias corrections from a 0-d step count)
+ * are computed once before the loops, not once per element.
+ */
+function splitInvariant(body: readonly Stmt[]): { invariant: Stmt[]; variant: Stmt[] } {
+  const inv = new Set<number>();
+  const invariant: Stmt[] = [];
+  const variant: Stmt[] = [];
+  const isInv = (e: LExpr): boolean => {
+    switch (e.k) {
+      case 'load': return e.at.c.every((c) => c === 0);
+      case 'tmp': return inv.has(e.id);
+      case 'op': return e.a.every(isInv);
+      case 'cast': return isInv(e.a);
+      case 'const': return true;
+      default: return false;
+    }
+  };
+  for (const st of body) {
+    if (isInv(st.e)) {
+      inv.add(st.id);
+      invariant.push(st);
+    } else variant.push(st);
+  }
+  return { invariant, variant };
+}
+
 function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emitter, ranged = true): void {
   const vars = k.shape.map((_, d) => d);
+  const { invariant, variant } = splitInvariant(k.body);
   em.emit('{');
-  nest(em, vars, k.shape, affinesOf(k.body, k.stores), (a) => String(a.o), () => {
-    stmts(em, k.body);
+  for (const st of invariant) if (st.e.k === 'load') em.setPtr(st.e.at, String(st.e.at.o));
+  stmts(em, invariant);
+  nest(em, vars, k.shape, affinesOf(variant, k.stores), (a) => String(a.o), () => {
+    stmts(em, variant);
     stores(em, k.stores);
   }, ranged);
   em.emit('}');
