@@ -51,6 +51,8 @@ export interface NativeStats {
   memoryHits: number;
   /** kernels compiled or loaded */
   kernels: number;
+  /** kernels that read more buffers than the FFI can pass and ran as JavaScript */
+  tooManyBuffers: number;
   /** libraries loaded */
   loads: number;
   /** milliseconds in the C compiler */
@@ -59,7 +61,9 @@ export interface NativeStats {
   noOpenmp: number;
 }
 
-const counters = { memoryHits: 0, kernels: 0 };
+const counters = { memoryHits: 0, kernels: 0, tooManyBuffers: 0 };
+/** koffi functions take at most 64 parameters; two are the [lo, hi) range */
+const MAX_FFI_BUFFERS = 62;
 /** compiled kernels by key, shared by every NativeBackend of the process */
 const compiled = new Map<string, NativeFn>();
 
@@ -128,6 +132,13 @@ export class NativeBackend implements Backend {
   prepare(spec: KernelSpec): PreparedKernel {
     if (spec.kind !== 'loop') return this.js.prepare(spec);
     const r = renderKernelC(spec.kernel, FN);
+    // koffi binds at most 64 parameters (buffers + lo, hi): a kernel reading more buffers (a
+    // horizontal group updating many parameters) runs as the JS backend's kernel, and says so
+    if (r.params.length > MAX_FFI_BUFFERS) {
+      counters.tooManyBuffers++;
+      this.log(`kernel ${spec.kernel.name} reads ${r.params.length} buffers (FFI limit ${MAX_FFI_BUFFERS}): running it as JavaScript`);
+      return this.js.prepare(spec);
+    }
     const extent = kernelExtent(spec.kernel);
     const key = `${[...r.helpers.keys()].join(',')}\n${r.code}`;
     // the code is the same for every extent of a split loop ([lo, hi)): the extent is part of the kernel's key
