@@ -1,0 +1,67 @@
+// Random op programs for property tests of the compiler (shared by the js and native tests):
+// a pool of tensors, a list of ops that pick operands from it (invalid combinations skipped).
+
+import fc from 'fast-check';
+import * as kiln from 'kiln';
+
+export type T = kiln.Tensor;
+const UNARY: ((x: T) => T)[] = [
+  (x) => x.neg(), (x) => x.abs(), (x) => x.tanh(), (x) => x.sigmoid(), (x) => x.relu(), (x) => x.sin(),
+  (x) => x.gelu('tanh'), (x) => x.silu(), (x) => x.softplus(), (x) => x.mul(x), (x) => x.abs().add(1).log(),
+  (x) => x.abs().add(0.5).sqrt(), (x) => x.tanh().exp(), (x) => x.clamp(-0.5, 0.7),
+];
+const BINARY: ((a: T, b: T) => T)[] = [
+  (a, b) => a.add(b), (a, b) => a.sub(b), (a, b) => a.mul(b), (a, b) => a.maximum(b), (a, b) => a.minimum(b),
+  (a, b) => a.div(b.abs().add(1)), (a, b) => kiln.where(a.gt(b), a, b.mul(0.5)),
+];
+const REDUCE: ((x: T, d: number, k: boolean) => T)[] = [
+  (x, d, k) => x.sum(d, k), (x, d, k) => x.max(d, k), (x, d, k) => x.min(d, k), (x, d, k) => x.mean(d, k),
+  (x, d) => x.softmax(d), (x, d) => x.logSoftmax(d), (x, d, k) => x.logsumexp(d, k), (x, d, k) => x.argmax(d, k).float(),
+];
+
+export type Op =
+  | { k: 'unary'; f: number; a: number }
+  | { k: 'binary'; f: number; a: number; b: number }
+  | { k: 'reduce'; f: number; a: number; dim: number; keep: boolean }
+  | { k: 'transpose'; a: number }
+  | { k: 'slice'; a: number; dim: number; start: number }
+  | { k: 'matmul'; a: number }
+  | { k: 'reshape'; a: number };
+
+export const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ k: fc.constant('unary' as const), f: fc.nat(UNARY.length - 1), a: fc.nat(20) }),
+  fc.record({ k: fc.constant('binary' as const), f: fc.nat(BINARY.length - 1), a: fc.nat(20), b: fc.nat(20) }),
+  fc.record({ k: fc.constant('reduce' as const), f: fc.nat(REDUCE.length - 1), a: fc.nat(20), dim: fc.integer({ min: -3, max: 2 }), keep: fc.boolean() }),
+  fc.record({ k: fc.constant('transpose' as const), a: fc.nat(20) }),
+  fc.record({ k: fc.constant('slice' as const), a: fc.nat(20), dim: fc.nat(2), start: fc.nat(2) }),
+  fc.record({ k: fc.constant('matmul' as const), a: fc.nat(20) }),
+  fc.record({ k: fc.constant('reshape' as const), a: fc.nat(20) }),
+);
+
+export function program(ops: readonly Op[], nOut: number) {
+  return (...inputs: T[]): T[] => {
+    const pool = [...inputs];
+    const w = inputs[inputs.length - 1]!;
+    const pick = (i: number) => pool[i % pool.length]!;
+    for (const op of ops) {
+      try {
+        let r: T;
+        switch (op.k) {
+          case 'unary': r = UNARY[op.f]!(pick(op.a)); break;
+          case 'binary': r = BINARY[op.f]!(pick(op.a), pick(op.b)); break;
+          case 'reduce': { const x = pick(op.a); if (x.ndim === 0) continue; r = REDUCE[op.f]!(x, op.dim % x.ndim, op.keep); break; }
+          case 'transpose': { const x = pick(op.a); if (x.ndim < 2) continue; r = x.transpose(-1, -2); break; }
+          case 'slice': { const x = pick(op.a); if (x.ndim === 0) continue; const d = op.dim % x.ndim; r = x.slice(d, Math.min(op.start, x.shape[d]! - 1)); break; }
+          case 'matmul': { const x = pick(op.a); if (x.ndim === 0 || x.shape[x.ndim - 1] !== w.shape[0]) continue; r = x.matmul(w); break; }
+          case 'reshape': r = pick(op.a).reshape(-1); break;
+        }
+        pool.push(r);
+      } catch (e) {
+        if (!(e instanceof kiln.KilnError)) throw e;
+      }
+    }
+    return pool.slice(-nOut);
+  };
+}
+
+export const shapeArb = fc.tuple(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 2, max: 5 }));
