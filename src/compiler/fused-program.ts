@@ -91,6 +91,9 @@ export class FusedProgram {
   private readonly scratch: BackendBuffer[];
   private readonly constants = new Map<number, BackendBuffer>();
   readonly plan: MemoryPlan;
+  /** scratch buffers bound to a planned slot, and those allocated on every call (outputs) */
+  private readonly slotted: [number, number][] = [];
+  private readonly perCall: { id: number; dtype: DType; size: number; output: boolean }[] = [];
   /** inputs the program writes (in-place updates): their storage version moves, as in eager */
   private readonly writtenInputs: number[];
 
@@ -114,6 +117,13 @@ export class FusedProgram {
       const buf = backend.alloc(b.dtype, b.size);
       backend.write(buf, b.data!);
       this.constants.set(b.id, buf);
+    }
+    const outputBufs = new Set(lowered.outputs.map((o) => o.buf));
+    for (const b of lowered.buffers) {
+      if (b.kind !== 'scratch') continue;
+      const slot = this.plan.slotOf[b.id]!;
+      if (outputBufs.has(b.id) || slot === -1) this.perCall.push({ id: b.id, dtype: b.dtype, size: b.size, output: outputBufs.has(b.id) });
+      else this.slotted.push([b.id, slot]);
     }
     const written = new Set(lowered.steps.flatMap(stepWrites));
     this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
@@ -145,19 +155,15 @@ export class FusedProgram {
       storages.set(b, st);
     });
     for (const [id, buf] of this.constants) bufs[id] = buf;
-    const outputBufs = new Set(l.outputs.map((o) => o.buf));
-    for (const b of l.buffers) {
-      if (b.kind !== 'scratch') continue;
-      if (outputBufs.has(b.id) || this.plan.slotOf[b.id] === -1) {
-        const pooled = this.outputPool?.get(b.id)?.pop();
-        const buf = pooled ?? this.backend.alloc(b.dtype, b.size, 'shared');
-        bufs[b.id] = buf;
-        if (outputBufs.has(b.id)) {
-          const st = new Storage(this.backend, buf);
-          if (this.outputPool) st.recycle = (x) => recycleInto(this.outputPool!, b.id, x);
-          storages.set(b.id, st);
-        }
-      } else bufs[b.id] = this.scratch[this.plan.slotOf[b.id]!]!;
+    for (const [id, slot] of this.slotted) bufs[id] = this.scratch[slot]!;
+    for (const b of this.perCall) {
+      const buf = this.outputPool?.get(b.id)?.pop() ?? this.backend.alloc(b.dtype, b.size, 'shared');
+      bufs[b.id] = buf;
+      if (b.output) {
+        const st = new Storage(this.backend, buf);
+        if (this.outputPool) st.recycle = (x) => recycleInto(this.outputPool!, b.id, x);
+        storages.set(b.id, st);
+      }
     }
     const args = { kind: 'loop' as const, buffers: bufs };
     for (const p of this.planned) {

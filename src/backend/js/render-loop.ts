@@ -9,34 +9,13 @@ import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
+import { affKey, Emitter } from '../emitter.js';
 import { createMatmul, matmul2d } from './matmul.js';
 
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
 export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;
 
 
-const affKey = (a: Affine) => `${a.c.join(',')}+${a.o}`;
-
-class Emitter {
-  readonly lines: string[] = [];
-  private ptrs = new Map<string, string>();
-  private n = 0;
-  emit(s: string): void {
-    this.lines.push(s);
-  }
-  /** Pointer names for the affines of a nest; returns the name holding each affine's value. */
-  fresh(prefix: string): string {
-    return `${prefix}${this.n++}`;
-  }
-  setPtr(a: Affine, name: string): void {
-    this.ptrs.set(affKey(a), name);
-  }
-  ptr(a: Affine): string {
-    const p = this.ptrs.get(affKey(a));
-    if (!p) throw new Error(`kiln internal: no pointer for ${affKey(a)}`);
-    return p;
-  }
-}
 
 // float32 kernels use float32-accurate fast math (see fast-math.ts for the error bounds)
 const FAST32: Partial<Record<string, (a: string) => string>> = {

@@ -20,6 +20,7 @@
 // register-blocked micro-kernel over GCC vector types) and runs the fused epilogue on each
 // finished block of C while it is in cache, as the JS backend does.
 
+import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
 import { kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
@@ -310,35 +311,20 @@ function renderCast(x: CVal, dtype: DType): CVal {
 
 // ---------------------------------------------------------------- emitter
 
-const affKey = (a: Affine) => `${a.c.join(',')}+${a.o}`;
-
-class Emitter {
-  readonly lines: string[] = [];
-  private ptrs = new Map<string, string>();
+/** The shared emitter, plus C's value kinds and indentation. */
+class CEmitter extends Emitter {
   readonly tmpKind = new Map<number, Kind>();
   readonly redVal = new Map<number, CVal>();
   accVal: CVal | null = null;
-  private n = 0;
   private depth = 1;
-  emit(s: string): void {
+  override emit(s: string): void {
     if (s.startsWith('}')) this.depth--;
-    this.lines.push('  '.repeat(Math.max(0, this.depth)) + s);
+    super.emit('  '.repeat(Math.max(0, this.depth)) + s);
     if (s.endsWith('{')) this.depth++;
-  }
-  fresh(prefix: string): string {
-    return `${prefix}${this.n++}`;
-  }
-  setPtr(a: Affine, name: string): void {
-    this.ptrs.set(affKey(a), name);
-  }
-  ptr(a: Affine): string {
-    const p = this.ptrs.get(affKey(a));
-    if (!p) throw new Error(`kiln internal: no pointer for ${affKey(a)}`);
-    return p;
   }
 }
 
-function expr(e: LExpr, em: Emitter): CVal {
+function expr(e: LExpr, em: CEmitter): CVal {
   switch (e.k) {
     case 'load': return { s: `b${e.buf}[${em.ptr(e.at)}]`, t: KIND[e.dtype] };
     case 'const': return { s: '', t: null, v: e.v };
@@ -356,7 +342,7 @@ function expr(e: LExpr, em: Emitter): CVal {
   }
 }
 
-function stmts(em: Emitter, body: readonly Stmt[]): void {
+function stmts(em: CEmitter, body: readonly Stmt[]): void {
   for (const s of body) {
     const v = expr(s.e, em);
     const t: Kind = v.t ?? 'f64';
@@ -365,7 +351,7 @@ function stmts(em: Emitter, body: readonly Stmt[]): void {
   }
 }
 
-function stores(em: Emitter, list: readonly Store[]): void {
+function stores(em: CEmitter, list: readonly Store[]): void {
   for (const s of list) em.emit(`b${s.buf}[${em.ptr(s.at)}] = ${storeAs(expr(s.value, em), s.dtype)};`);
 }
 
@@ -390,7 +376,7 @@ function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly
  * per level (`const int64_t pN_L = pN_{L-1} + c * v`), which compilers strength-reduce and
  * vectorize. `start(a)` is the index before the loops (an outer index or a constant).
  */
-function nest(em: Emitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, first?: { lo: string; hi: string }): void {
+function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, first?: { lo: string; hi: string }): void {
   const names = affs.map(() => em.fresh('p'));
   const cur = affs.map((a, i) => {
     const s = start(a);
@@ -424,7 +410,7 @@ function nest(em: Emitter, vars: readonly number[], sizes: readonly number[], af
  */
 const CHUNK = 8192;
 function parallelOuter(
-  em: Emitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], parallel: boolean,
+  em: CEmitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], parallel: boolean,
   chunkLast: boolean, inner: (chunk: { v: number; lo: string; hi: string } | null) => void,
 ): void {
   if (vars.length === 0) {
@@ -464,7 +450,7 @@ function parallelOuter(
 
 // ---------------------------------------------------------------- kernels
 
-function renderPointwise(k: PointwiseKernel, em: Emitter, ranged: boolean): void {
+function renderPointwise(k: PointwiseKernel, em: CEmitter, ranged: boolean): void {
   const n = k.shape.length;
   const vars = k.shape.map((_, d) => d);
   const affs = affinesOf(k.body, k.stores);
@@ -511,7 +497,7 @@ function accKind(op: Reduction['op'], v: Kind): Kind {
   return 'i64';
 }
 
-function renderRow(k: RowKernel, em: Emitter): void {
+function renderRow(k: RowKernel, em: CEmitter): void {
   const no = k.outer.length;
   const outerVars = k.outer.map((_, i) => i);
   const innerVars = k.inner.map((_, i) => no + i);
@@ -549,7 +535,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
  * `rNv` (declared before the loop's block); max/min keep a NaN flag so the loop itself is a
  * plain (vectorizable) max, argmax/argmin keep JS's first-extreme, first-NaN rule.
  */
-function renderReductionLoop(em: Emitter, group: readonly Reduction[], innerVars: number[], inner: readonly number[], fromOuter: (a: Affine) => string, all: readonly Reduction[]): void {
+function renderReductionLoop(em: CEmitter, group: readonly Reduction[], innerVars: number[], inner: readonly number[], fromOuter: (a: Affine) => string, all: readonly Reduction[]): void {
   // values another reduction's body computes (the one-pass pairs of the JS renderer share
   // them) are computed again in this loop
   const own = new Set(group.flatMap((g) => g.body.map((st) => st.id)));
@@ -762,7 +748,7 @@ function bufferDTypes(k: LoopKernel): Map<number, DType> {
   return out;
 }
 
-function renderMatmul(k: MatmulKernel, em: Emitter, fname: string, helpers: Map<string, string>, pre: string[]): void {
+function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map<string, string>, pre: string[]): void {
   const nb = k.batch.length;
   const iVar = nb, jVar = nb + 1;
   const dts = bufferDTypes(k);
@@ -790,7 +776,7 @@ function renderMatmul(k: MatmulKernel, em: Emitter, fname: string, helpers: Map<
   const epiType = (b: number) => `${epiWritten.has(b) ? '' : 'const '}${STORAGE[dts.get(b)!]} *`;
   if (hasEpi) {
     // the epilogue: a static function over one finished block
-    const pem = new Emitter();
+    const pem = new CEmitter();
     pem.accVal = { s: 'acc', t: raw ? KIND[raw.dtype] : t };
     pem.emit(`typedef struct { ${rawType} *R; int64_t r0, rOff; ${epiAffs.map((_, i) => `int64_t e${i};`).join(' ')} ${epiBufs.map((b) => `${epiType(b)}b${b};`).join(' ')} } ${ctx};`);
     pem.emit(`static void ${fname}_epi(void *vx, int64_t i0, int64_t mc, int64_t j0, int64_t nc) {`);
@@ -882,7 +868,7 @@ export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   const dts = bufferDTypes(k);
   const written = new Set((k.kind === 'group' ? k.parts.flatMap((p) => p.stores) : k.kind === 'row' ? [...k.outerStores, ...k.rowStores] : k.stores).map((s) => s.buf));
   const params: Param[] = [...dts.entries()].sort((a, b) => a[0] - b[0]).map(([buf, dtype]) => ({ buf, dtype, written: written.has(buf) }));
-  const em = new Emitter();
+  const em = new CEmitter();
   const helpers = new Map<string, string>();
   const pre: string[] = [];
   if (k.kind === 'group') k.parts.forEach((p) => renderPointwise(p, em, false));
