@@ -15,6 +15,7 @@ import { Args } from './lib/args.js';
 import { psnr } from './lib/metrics.js';
 import { imageGrid, writePng } from './lib/png.js';
 import { Rng } from './lib/rng.js';
+import { EpochBatches } from './lib/batches.js';
 
 const { nn, optim } = kiln;
 
@@ -203,23 +204,16 @@ export function trainDenoiser(opts: TrainDenoiserOptions = {}): TrainDenoiserRes
   const step = opts.compile ? kiln.compile(eagerStep, { name: 'denoiser_step', backend: opts.backend, fullgraph: opts.fullgraph }) : eagerStep;
   const denoise = (): Float32Array => kiln.scope(() => kiln.noGrad(() => model.call(testNoisy).dataSync() as Float32Array));
 
-  // batches in a fresh random order each epoch (our own generator); fresh noise each step
-  // from kiln's generator, seeded above, so eager and compiled runs see the same batches
-  const n = train.shape[0]!, perEpoch = Math.floor(n / batch);
-  const rng = new Rng(seed + 1);
-  let order: kiln.Tensor | null = null;
+  // batches from our own generator; fresh noise each step from kiln's generator, seeded
+  // above, so eager and compiled runs see the same batches
+  const batches = new EpochBatches(train.shape[0]!, batch, seed + 1);
   const losses: number[] = [], evals: TrainDenoiserResult['evals'] = [];
   let memoryBefore: Memory | undefined;
   let trainMs = 0, warmupMs = 0, sinceEval = 0;
   for (let s = 0; s < steps; s++) {
-    const b = s % perEpoch;
-    if (b === 0) {
-      order?.dispose();
-      order = kiln.keep(kiln.tensor(rng.permutation(n), [n]));
-    }
     const t0 = performance.now();
     const loss = kiln.scope(() => {
-      const clean = train.indexSelect(0, order!.narrow(0, b * batch, batch));
+      const clean = train.indexSelect(0, batches.indices(s));
       const noisy = kiln.add(clean, kiln.mul(kiln.randn(clean.shape), sigma));
       return step(noisy, clean).item();
     });
@@ -239,7 +233,7 @@ export function trainDenoiser(opts: TrainDenoiserOptions = {}): TrainDenoiserRes
     }
   }
   const memoryAfter = kiln.memory();
-  order?.dispose();
+  batches.dispose();
   const denoised = denoise();
   const result: TrainDenoiserResult = {
     psnrNoisy: meanPsnr(noisyPixels, cleanPixels, nTest),

@@ -26,6 +26,7 @@ import { upperTriangleIndex, W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_ROWS, W6_
 import { Args } from './lib/args.js';
 import { auc } from './lib/metrics.js';
 import { Rng } from './lib/rng.js';
+import { EpochBatches } from './lib/batches.js';
 
 const { nn, optim } = kiln;
 
@@ -379,24 +380,16 @@ export function trainRecommender(opts: TrainRecommenderOptions = {}): TrainRecom
   const evaluate = () => auc(predict(model, log.test), log.test.clicks);
   const baselineAuc = auc(popularityScores(log, cfg.items), log.test.clicks);
 
-  // batches in a fresh random order each epoch (from our own generator: eager and compiled
-  // runs with the same seed see the same batches); the last partial batch is dropped
-  const n = log.train.dense.shape[0]!;
-  const perEpoch = Math.floor(n / cfg.batch);
-  const rng = new Rng(seed + 1);
-  let order: kiln.Tensor | null = null;
+  // batches in a fresh random order each epoch (our own generator, so eager and compiled
+  // runs with the same seed see the same batches)
+  const batches = new EpochBatches(log.train.dense.shape[0]!, cfg.batch, seed + 1);
   const losses: number[] = [], evals: TrainRecommenderResult['evals'] = [];
   let memoryBefore: Memory | undefined;
   let trainMs = 0, warmupMs = 0, sinceEval = 0;
   for (let s = 0; s < steps; s++) {
-    const b = s % perEpoch;
-    if (b === 0) {
-      order?.dispose();
-      order = kiln.keep(kiln.tensor(rng.permutation(n), [n]));
-    }
     const t0 = performance.now();
     const loss = kiln.scope(() => {
-      const idx = order!.narrow(0, b * cfg.batch, cfg.batch);
+      const idx = batches.indices(s);
       return step(log.train.dense.indexSelect(0, idx), log.train.ids.indexSelect(0, idx), log.train.labels.indexSelect(0, idx)).item();
     });
     const ms = performance.now() - t0;
@@ -415,7 +408,7 @@ export function trainRecommender(opts: TrainRecommenderOptions = {}): TrainRecom
     }
   }
   const memoryAfter = kiln.memory();
-  order?.dispose();
+  batches.dispose();
   if (!opts.log) log.dispose(); // we built it
   const final = evals[evals.length - 1]!;
   return {
