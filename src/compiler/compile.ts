@@ -20,6 +20,7 @@ import { log, warnOnce } from './logs.js';
 import { counters } from './stats.js';
 import { userLocation } from './location.js';
 import { debugDump } from './debug-dir.js';
+import { resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -86,6 +87,8 @@ export interface CompileReport {
   guards: string[];
   /** ms: total = trace + passes + codegen + firstRun (the segments' first execution) */
   timings: { trace: number; passes: PassTimings; codegen: number; firstRun: number; total: number };
+  /** which backend ran the loop kernels of the last program built, and why */
+  backend?: BackendChoice;
 }
 
 /** The per-function compiler state behind a compiled callable. */
@@ -347,32 +350,13 @@ function formatDecisions(ds: readonly FusionDecision[]): string {
   return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
 }
 
-/**
- * Backends that run compiled programs' loop kernels over the default backend's buffers,
- * registered by Node-only entry points ('native' by 'kiln/node'), so that 'kiln' itself
- * stays browser-safe. `get` throws a typed error when the backend cannot run here.
- */
-const kernelBackends = new Map<string, () => Backend>();
-
-export function registerKernelBackend(name: string, get: () => Backend): void {
-  kernelBackends.set(name, get);
-}
-
-function kernelBackendFor(opts: CompileOptions): Backend | undefined {
-  const name = opts.backend;
-  if (!name || name === 'auto' || name === 'js' || name === 'eager') return undefined;
-  const get = kernelBackends.get(name);
-  if (!get) {
-    if (name === 'native') throw new ArgumentError("backend 'native' is not registered", 'kiln.compile', "the native backend is Node-only: import 'kiln/node' to register it");
-    return undefined;
-  }
-  return get();
-}
+export { registerKernelBackend } from './backend-choice.js';
 
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
   // an explicitly requested kernel backend that cannot run throws here (no silent fallback)
-  const kernelBackend = opts.fuse !== false ? kernelBackendFor(opts) : undefined;
+  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend) : { backend: undefined, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
+  report.backend = choice;
   if (opts.fuse !== false) {
     try {
       const t0 = performance.now();

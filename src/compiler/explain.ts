@@ -38,6 +38,7 @@ export function formatExplain(r: CompileReport): string {
     lines.push('  guards:');
     lines.push(...r.guards.map((g) => `    ${g}`));
   }
+  if (r.backend) lines.push(`  backend: ${r.backend.chosen}${r.backend.requested !== r.backend.chosen ? ` (requested ${r.backend.requested})` : ''}: ${r.backend.reason}`);
   const t = r.timings;
   lines.push(`  compile time: ${(t.total - t.firstRun).toFixed(1)} ms = trace ${t.trace.toFixed(1)} + passes ${Object.entries(t.passes).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')} + codegen ${t.codegen.toFixed(1)}; first run ${t.firstRun.toFixed(1)} ms`);
   return lines.join('\n');

@@ -20,10 +20,12 @@ export interface CompilerStats {
   compileTimeMs: number;
   /** graphs whose fusion failed and that run recorded eager kernels instead (each logged) */
   fusionFallbacks: number;
+  /** what backend: 'auto' chose in this process, and why (null: never asked) */
+  autoBackend: { chosen: string; reason: string } | null;
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0 };
+  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, autoBackend: null };
 }
 
 export let counters: CompilerStats = fresh();

@@ -5,7 +5,7 @@ import { log } from '../../compiler/logs.js';
 import { ArgumentError } from '../../core/errors.js';
 import { runtime } from '../../ops/dispatch.js';
 import { JsBackend } from '../js/index.js';
-import { NativeBackend, nativeBackend } from './index.js';
+import { NativeBackend, nativeBackend, nativeUnavailableReason } from './index.js';
 
 registerKernelBackend('native', () => {
   if (runtime.backend instanceof NativeBackend) return runtime.backend;
@@ -15,4 +15,8 @@ registerKernelBackend('native', () => {
   const b = nativeBackend();
   b.log = (msg) => log('perf', `native: ${msg}`);
   return b;
+}, {
+  available: nativeUnavailableReason,
+  rank: 30,
+  summary: 'native: C from the loop IR, compiled at run time with vectorized math and OpenMP threads (fastest steady state on CPU; first compile of a program costs ~0.1-1 s, cached on disk)',
 });

@@ -1,0 +1,89 @@
+// Which backend runs a compiled program's loop kernels. Kernel backends other than the JS
+// renderer register here ('wasm' from the browser-safe entry, 'native' from 'kiln/node'), so
+// 'kiln' itself never imports Node-only code. `backend: 'auto'` takes the fastest one that can
+// run here, and says which and why, once per process and in every compile report.
+
+import type { Backend } from '../backend/backend.js';
+import { ArgumentError } from '../core/errors.js';
+import { log } from './logs.js';
+import { counters } from './stats.js';
+
+export interface KernelBackendInfo {
+  /** null when it can run here, else why not (e.g. "no C compiler on PATH") */
+  available?: () => string | null;
+  /** steady-state speed order for 'auto' (higher first): native 30, wasm 20; the JS renderer is 10 */
+  rank?: number;
+  /** one line on why it is fast, for the 'auto' reason */
+  summary?: string;
+}
+
+interface Registered extends Required<KernelBackendInfo> {
+  readonly name: string;
+  readonly get: () => Backend;
+}
+
+const registry = new Map<string, Registered>();
+
+/** What a compile used for its loop kernels, recorded in reports (explain, the advisor). */
+export interface BackendChoice {
+  readonly requested: string;
+  /** 'js' means the JS renderer of the default backend */
+  readonly chosen: string;
+  readonly reason: string;
+}
+
+export function registerKernelBackend(name: string, get: () => Backend, info: KernelBackendInfo = {}): void {
+  registry.set(name, { name, get, available: info.available ?? (() => null), rank: info.rank ?? 0, summary: info.summary ?? name });
+}
+
+export function registeredKernelBackends(): string[] {
+  return [...registry.keys()];
+}
+
+let announced: string | null = null;
+
+/** The 'auto' choice: the highest-ranked registered backend that can run here, with the reason. */
+export function chooseAuto(): BackendChoice {
+  const candidates = [...registry.values()].sort((a, b) => b.rank - a.rank);
+  const skipped: string[] = [];
+  for (const c of candidates) {
+    const why = c.available();
+    if (why) {
+      skipped.push(`${c.name} unavailable (${why})`);
+      continue;
+    }
+    return announce({ requested: 'auto', chosen: c.name, reason: `${c.summary}${skipped.length ? `; ${skipped.join('; ')}` : ''}` });
+  }
+  const none = skipped.length ? skipped.join('; ') : 'no other kernel backend is registered (import kiln/node for native)';
+  return announce({ requested: 'auto', chosen: 'js', reason: `JS renderer: ${none}` });
+}
+
+function announce(c: BackendChoice): BackendChoice {
+  const line = `backend 'auto' chose ${c.chosen}: ${c.reason}`;
+  if (announced !== line) log('perf', line);
+  announced = line;
+  counters.autoBackend = { chosen: c.chosen, reason: c.reason };
+  return c;
+}
+
+/**
+ * The kernel backend for compile options (undefined: the JS renderer of the default backend),
+ * and the recorded choice. An explicitly named backend that cannot run here throws: it is never
+ * silently replaced by another.
+ */
+export function resolveKernelBackend(requested: string | undefined): { backend: Backend | undefined; choice: BackendChoice } {
+  const name = requested ?? 'js';
+  if (name === 'js' || name === 'eager') return { backend: undefined, choice: { requested: name, chosen: name, reason: 'requested' } };
+  if (name === 'auto') {
+    const choice = chooseAuto();
+    return { backend: choice.chosen === 'js' ? undefined : registry.get(choice.chosen)!.get(), choice };
+  }
+  const r = registry.get(name);
+  if (!r) {
+    const hint = name === 'native'
+      ? "the native backend is Node-only: import 'kiln/node' to register it"
+      : `use one of: auto, js, eager${registry.size ? `, ${[...registry.keys()].join(', ')}` : ''}`;
+    throw new ArgumentError(`backend '${name}' is not registered`, 'kiln.compile', hint);
+  }
+  return { backend: r.get(), choice: { requested: name, chosen: name, reason: 'requested' } };
+}
