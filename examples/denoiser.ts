@@ -16,6 +16,7 @@ import { psnr } from './lib/metrics.js';
 import { imageGrid, writePng } from './lib/png.js';
 import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
+import type { Workload } from '../src/advisor/workload.js';
 
 const { nn, optim } = kiln;
 
@@ -251,6 +252,50 @@ export function trainDenoiser(opts: TrainDenoiserOptions = {}): TrainDenoiserRes
   for (const t of [train, testClean, testNoisy]) t.dispose();
   return result;
 }
+
+// ---------------------------------------------------------------------------------------
+// the advisor's workload (`npx kiln advise --example denoiser`)
+
+/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
+function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
+  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
+  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
+  for (const g of opt.paramGroups) all.add(g.lrTensor);
+  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
+  for (const t of all) if (!t.isDisposed) t.dispose();
+}
+
+export const DENOISER_BATCH = 16;
+
+/**
+ * One Adam training step of the default denoiser (4 conv layers of width 16, grayscale
+ * 32x32, MSE of the denoised batch) on one fixed batch of 16 noisy images (sigma 0.15).
+ */
+export const workload: Workload = {
+  name: 'denoiser',
+  kind: 'training',
+  description: `examples/denoiser.ts: DnCNN-style denoiser (4 3x3 convs, width 16), one Adam step (MSE) on ${DENOISER_BATCH} noisy 32x32 images`,
+  setup({ seed }) {
+    const clean = makeImages({ count: DENOISER_BATCH, size: 32, channels: 1, seed });
+    const noisy = kiln.keep(kiln.scope(() => kiln.add(clean, gaussianNoise(clean.shape, 0.15, seed + 1))));
+    kiln.manualSeed(seed);
+    const model = new Denoiser(1, 16, 4);
+    const opt = new optim.Adam(model.parameters(), { lr: 2e-3 });
+    const inputs = [noisy, clean];
+    return {
+      inputs,
+      fn: (noisy: kiln.Tensor, clean: kiln.Tensor): kiln.Tensor => {
+        opt.zeroGrad();
+        const loss = kiln.mseLoss(model.call(noisy), clean);
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      params: model.parameters(),
+      dispose: () => disposeTraining(model, opt, inputs),
+    };
+  },
+};
 
 /**
  * Writes noisy.png, denoised.png, clean.png (the first `count` held-out images side by side)

@@ -27,6 +27,7 @@ import { Args } from './lib/args.js';
 import { auc } from './lib/metrics.js';
 import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
+import type { Workload } from '../src/advisor/workload.js';
 
 const { nn, optim } = kiln;
 
@@ -425,6 +426,69 @@ export function trainRecommender(opts: TrainRecommenderOptions = {}): TrainRecom
     model,
   };
 }
+
+// ---------------------------------------------------------------------------------------
+// the advisor's workload (`npx kiln advise` measures this one by default)
+
+/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
+function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
+  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
+  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
+  for (const g of opt.paramGroups) all.add(g.lrTensor);
+  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
+  for (const t of all) if (!t.isDisposed) t.dispose();
+}
+
+/** batches in the workload's pool: the step cycles through them (see `workload`) */
+export const WORKLOAD_POOL_BATCHES = 16;
+
+/**
+ * One Adam training step of the DLRM click model (zeroGrad, BCE-with-logits, backward,
+ * step). Config 'small' (the default: a bare `npx kiln advise` stays well under 3 minutes on
+ * 2 cores) or 'w6' (W6's shapes: 26 tables of 10,000 x 16, batch 512; slower:
+ * `kiln advise --config w6 --calls 20`).
+ *
+ * The inputs are a pool of 16 batches of the click log, and the step picks the next batch
+ * itself (an int32 cursor updated in place, like Adam's step count, so the compiled step
+ * replays it): training on one fixed batch memorizes it within ~40 steps, the loss falls to
+ * ~1e-6 and its relative eager-vs-compiled difference then measures float32 cancellation,
+ * not the compiler. Real training sees fresh batches; so does this step.
+ */
+export const workload: Workload = {
+  name: 'recommender',
+  kind: 'training',
+  description: 'examples/recommender.ts: DLRM click model (EmbeddingBag tables, bottom/top MLPs, pairwise dots), one Adam step on the next batch of a 16-batch pool',
+  configs: ['small', 'w6'],
+  setup({ seed, config }) {
+    const cfg: RecommenderConfig | undefined = (CONFIGS as Record<string, RecommenderConfig>)[config ?? 'small'];
+    if (!cfg) throw new Error(`recommender: unknown config '${config}' (have ${Object.keys(CONFIGS).join(', ')})`);
+    const B = cfg.batch, pool = WORKLOAD_POOL_BATCHES * B;
+    const log = buildClickLog({ config: { ...cfg, trainEvents: pool, testEvents: B }, seed });
+    const inputs = [log.train.dense, log.train.ids, log.train.labels];
+    for (const t of [log.test.dense, log.test.ids, log.test.labels]) t.dispose();
+    const cursor = kiln.keep(kiln.zeros([], { dtype: 'int32' }));
+    const offsets = kiln.keep(kiln.arange(B, undefined, 1, { dtype: 'int32' }));
+    kiln.manualSeed(seed);
+    const model = new DlrmClickModel(cfg);
+    const opt = new optim.Adam(model.parameters(), { lr: cfg.lr });
+    return {
+      inputs,
+      fn: (dense: kiln.Tensor, ids: kiln.Tensor, labels: kiln.Tensor): kiln.Tensor => {
+        const idx = kiln.add(kiln.mul(cursor, B), offsets);
+        const next = kiln.add(cursor, 1);
+        kiln.assign(cursor, kiln.where(kiln.ge(next, WORKLOAD_POOL_BATCHES), 0, next));
+        opt.zeroGrad();
+        const logits = model.call(kiln.indexSelect(dense, 0, idx), kiln.indexSelect(ids, 0, idx));
+        const loss = kiln.binaryCrossEntropyWithLogits(logits, kiln.indexSelect(labels, 0, idx));
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      params: model.parameters(),
+      dispose: () => disposeTraining(model, opt, [...inputs, cursor, offsets]),
+    };
+  },
+};
 
 const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
 

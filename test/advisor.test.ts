@@ -55,6 +55,7 @@ test('advise --example mlp writes a JSON report that validates against the schem
   assert.equal(b.compiler.tracedCalls[0], 1);
   assert.ok(b.accuracy.ok, b.accuracy.detail);
   assert.equal(b.accuracy.losses!.eager.length, 23);
+  assert.ok(b.accuracy.gradsMaxRelErr !== null && b.accuracy.gradsMaxRelErr < 1e-4, `first-step gradients differ by ${b.accuracy.gradsMaxRelErr}`);
   assert.ok(b.accuracy.paramsMaxRelErr !== null && b.accuracy.paramsMaxRelErr < 1e-3);
   assert.ok(b.eager.peakBytes > 0);
 

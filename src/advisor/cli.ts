@@ -17,7 +17,9 @@ usage:
 workload (one of):
   workload-module            a .ts/.js module exporting a workload (default export or 'workload';
                              see src/advisor/workload.ts for the interface)
-  --example NAME             one of kiln's examples (examples/NAME.ts); default: ${DEFAULT_EXAMPLE}
+  --example NAME             one of kiln's examples (examples/NAME.ts): recommender, char-gpt,
+                             denoiser, mlp; default: ${DEFAULT_EXAMPLE}
+  --config NAME              one of the workload's configs (the recommender: small (default), w6)
 
 measurement:
   --calls N                  timed steady-state calls per variant (default ${DEFAULT_MEASURE.calls})
@@ -25,6 +27,8 @@ measurement:
   --seed N                   seed for both setups (default ${DEFAULT_MEASURE.seed})
   --backend LIST             compiler backends, comma-separated (default js; available: ${KNOWN_BACKENDS.join(', ')})
   --tolerance X              max relative error of outputs/losses and parameters (default 1e-3)
+  --shapes LIST              input shapes seen in production, ';'-separated (e.g. 'x[32,784];x[64,784]'):
+                             replaces the workload's list; more than one feeds the dynamic-shapes verdict
 
 usage in production (for the projection and the verdict):
   --calls-per-day N          calls per day over the fleet (default ${DEFAULT_USAGE.callsPerDay.toLocaleString('en-US')}, marked as assumed)
@@ -46,6 +50,8 @@ output:
 exit status: 0 done; 1 the workload or the measurement failed; 2 bad arguments; 3 --fail-if-slower and compiled is not faster.
 
 examples:
+  npx kiln advise                                   # the recommender example, small config
+  npx kiln advise --config w6 --calls 20            # the recommender at W6's shapes
   npx kiln advise --example mlp --calls-per-day 2000000 --process-lifetime 7d --monthly-compute-cost 3000
   npx kiln advise ./my-workload.ts --process-lifetime 1 --json report.json --fail-if-slower
 `;
@@ -83,6 +89,8 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
     strict: true,
     options: {
       example: { type: 'string' },
+      config: { type: 'string' },
+      shapes: { type: 'string' },
       calls: { type: 'string' },
       warmup: { type: 'string' },
       seed: { type: 'string' },
@@ -140,7 +148,13 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
   else lw = await loadExample(v.example ?? DEFAULT_EXAMPLE);
 
   const progress = v.quiet ? undefined : (s: string) => io.err(s);
-  const meas = await measure(lw, { calls, warmup, seed, backends, tolerance, paramTolerance: tolerance, progress });
+  const shapes = v.shapes === undefined ? undefined : v.shapes.split(';').map((x) => x.trim()).filter(Boolean);
+  if (shapes !== undefined && shapes.length === 0) throw new UsageError("--shapes: expected one or more shapes separated by ';'");
+  const meas = await measure(lw, {
+    calls, warmup, seed, backends, tolerance, paramTolerance: tolerance, progress,
+    ...(v.config !== undefined ? { config: v.config } : {}),
+    ...(shapes !== undefined ? { shapes } : {}),
+  });
   const command = `kiln advise ${argv.join(' ')}`.trim();
   const report = buildReport(meas, usage, { assumptions, command });
 

@@ -34,6 +34,8 @@ export interface AdvisorReport {
   projection: Projection;
   verdict: VerdictResult;
   checklist: CheckItem[];
+  /** what the issue asks to measure that this build cannot yet (see measure.ts notMeasured) */
+  notMeasured: Measurement['notMeasured'];
   measurementMs: number;
 }
 
@@ -58,6 +60,7 @@ export function verdictInput(m: BackendMeasurement, kind: 'training' | 'inferenc
       compared: m.accuracy.compared,
       maxRelErr: m.accuracy.maxRelErr,
       tolerance: m.accuracy.tolerance,
+      gradsMaxRelErr: m.accuracy.gradsMaxRelErr,
       paramsMaxRelErr: m.accuracy.paramsMaxRelErr,
       paramTolerance: m.accuracy.paramTolerance,
     },
@@ -101,6 +104,7 @@ export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions
     projection,
     verdict,
     checklist: checklist(vi),
+    notMeasured: meas.notMeasured,
     measurementMs: meas.totalMs,
   } satisfies AdvisorReport);
 }
@@ -145,7 +149,7 @@ export function formatSummary(r: AdvisorReport): string {
   L.push(`  warm-up: ${p.breakEven.warmupCalls} call(s) traced; they took ${fmtMs(p.breakEven.compiledWarmupMs)} compiled vs ${fmtMs(p.breakEven.eagerWarmupMs)} eager: ${fmtMs(p.breakEven.extraWarmupMs)} extra per process start`);
   if (p.speedupInterval) L.push(`  speedup ${p.speedup.toFixed(2)}x, 95% interval ${p.speedupInterval[0].toFixed(2)}x-${p.speedupInterval[1].toFixed(2)}x (bootstrap over the timed calls)${p.speedupInterval[0] <= 1 && p.speedupInterval[1] >= 1 ? ': NOISY, compiled may or may not be faster' : ''}`);
   L.push(`  per-call saving ${fmtMs(p.breakEven.perCallSavingMs)} -> ${p.breakEven.calls === null ? 'no break-even (compiled is not faster)' : `break-even after ${fmtNum(p.breakEven.calls)} calls`}`);
-  L.push(`  accuracy: ${p.accuracy.compared} max rel. error ${sci(p.accuracy.maxRelErr)} (tolerance ${p.accuracy.tolerance.toExponential(0)})${p.accuracy.paramsMaxRelErr !== undefined && p.accuracy.paramsMaxRelErr !== null ? `, final parameters ${sci(p.accuracy.paramsMaxRelErr)}` : ''}: ${p.accuracy.ok ? 'ok' : 'PROBLEM'}`);
+  L.push(`  accuracy: ${p.accuracy.compared} max rel. error ${sci(p.accuracy.maxRelErr)} (tolerance ${p.accuracy.tolerance.toExponential(0)})${p.accuracy.gradsMaxRelErr != null ? `, first-step gradients ${sci(p.accuracy.gradsMaxRelErr)}` : ''}${p.accuracy.paramsMaxRelErr != null ? `, parameter drift ${sci(p.accuracy.paramsMaxRelErr)} (informational)` : ''}: ${p.accuracy.ok ? 'ok' : 'PROBLEM'}`);
   const c = p.compiler;
   L.push(`  compiler: ${c.compiles} compile(s), ${c.graphsCompiled} graph(s), ${c.cacheHits + c.segmentHits} replays${c.segmentHits ? ` (${c.segmentHits} of graph segments)` : ''}, ${c.recompiles.length} recompiles, ${c.graphBreaks.length} graph break(s), ${c.eagerFallbacks} eager fallbacks, ${c.fusionFallbacks} fusion fallbacks`);
   for (const b of c.graphBreaks) L.push(`    graph break at ${b.location}: ${b.reason}${b.count > 1 ? ` (x${b.count})` : ''}`);
@@ -163,6 +167,11 @@ export function formatSummary(r: AdvisorReport): string {
   L.push('');
   L.push(`  VERDICT: ${r.verdict.headline}${r.verdict.confidence === 'uncertain' ? ' (uncertain: noisy timings)' : ''}`);
   for (const x of r.verdict.reasons) L.push(`    - ${x}`);
+  if (r.notMeasured.length) {
+    L.push('');
+    L.push('  not measured:');
+    for (const x of r.notMeasured) L.push(`    - ${x.what}: ${x.reason}`);
+  }
   L.push('');
   L.push('  go-live checklist:');
   for (const x of r.checklist) L.push(`    [${x.status === 'pass' ? 'pass' : x.status === 'fail' ? 'FAIL' : ' ?? '}] ${x.item}: ${x.detail}`);

@@ -218,6 +218,9 @@ export interface VerdictInput {
     compared: 'outputs' | 'losses';
     maxRelErr: number;
     tolerance: number;
+    /** training: first-step gradients (checked against paramTolerance) */
+    gradsMaxRelErr?: number | null;
+    /** training: parameter drift after the last step (informational) */
     paramsMaxRelErr: number | null;
     paramTolerance: number;
   };
@@ -308,8 +311,8 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit
     if (!(a.maxRelErr <= a.tolerance)) {
       blockers.push(`accuracy: compiled ${a.compared} differ from eager by max rel. error ${sci(a.maxRelErr)} (tolerance ${sci(a.tolerance)})`);
     }
-    if (a.paramsMaxRelErr !== null && !(a.paramsMaxRelErr <= a.paramTolerance)) {
-      blockers.push(`accuracy: final parameters differ from eager by max rel. error ${sci(a.paramsMaxRelErr)} (tolerance ${sci(a.paramTolerance)})`);
+    if (a.gradsMaxRelErr != null && !(a.gradsMaxRelErr <= a.paramTolerance)) {
+      blockers.push(`accuracy: first-step gradients differ from eager by max rel. error ${sci(a.gradsMaxRelErr)} (tolerance ${sci(a.paramTolerance)})`);
     }
     if (i.eagerFallbacks > 0) blockers.push(`${i.eagerFallbacks} call(s) fell back to eager: ${i.fallbackReasons.slice(0, 3).join('; ') || 'no reason recorded'}`);
     if (i.replays === 0 && i.graphBreaks.length === 0) blockers.push('compiled code was never replayed (no cache hits): every call traced');
@@ -407,7 +410,7 @@ export interface CheckItem {
 /** The go-live checklist for putting a compiled function in production. */
 export function checklist(i: VerdictInput): CheckItem[] {
   const a = i.accuracy;
-  const accOk = !i.error && a.maxRelErr <= a.tolerance && (a.paramsMaxRelErr === null || a.paramsMaxRelErr <= a.paramTolerance);
+  const accOk = !i.error && a.maxRelErr <= a.tolerance && (a.gradsMaxRelErr == null || a.gradsMaxRelErr <= a.paramTolerance);
   const unlocated = i.graphBreaks.filter((b) => !b.location || b.location === '<unknown>');
   const ran = !i.error && i.replays > 0 && i.eagerFallbacks === 0 && i.fusionFallbacks === 0;
   return [
@@ -417,7 +420,7 @@ export function checklist(i: VerdictInput): CheckItem[] {
       status: accOk ? 'pass' : 'fail',
       detail: i.error
         ? `compiled function failed: ${i.error}`
-        : `${a.compared}: max rel. error ${sci(a.maxRelErr)} (tolerance ${sci(a.tolerance)})${a.paramsMaxRelErr !== null ? `; final parameters ${sci(a.paramsMaxRelErr)} (tolerance ${sci(a.paramTolerance)})` : ''}`,
+        : `${a.compared}: max rel. error ${sci(a.maxRelErr)} (tolerance ${sci(a.tolerance)})${a.gradsMaxRelErr != null ? `; first-step gradients ${sci(a.gradsMaxRelErr)} (tolerance ${sci(a.paramTolerance)})` : ''}${a.paramsMaxRelErr !== null ? `; parameter drift after the last step ${sci(a.paramsMaxRelErr)} (informational)` : ''}`,
     },
     {
       id: 'compiled-ran',

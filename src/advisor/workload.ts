@@ -40,6 +40,11 @@ export type WorkloadKind = 'training' | 'inference';
 export interface WorkloadSetupOptions {
   /** seed for kiln.manualSeed: two setups with one seed must build identical weights and data */
   seed: number;
+  /**
+   * one of the workload's `configs` (`kiln advise --config NAME`); undefined means the
+   * workload's default (the first of `configs`)
+   */
+  config?: string;
 }
 
 export interface WorkloadInstance {
@@ -64,6 +69,11 @@ export interface Workload {
    * more than one means each compiles its own entry (see the 'dynamic shapes' verdict)
    */
   readonly shapes?: readonly string[];
+  /**
+   * named sizes the workload can be built at (e.g. ['small', 'w6']), the first being the
+   * default: `--config NAME` passes one to setup(); absent when there is only one size
+   */
+  readonly configs?: readonly string[];
   setup(opts: WorkloadSetupOptions): WorkloadInstance | Promise<WorkloadInstance>;
 }
 
@@ -91,6 +101,9 @@ export function asWorkload(x: unknown, where: string): Workload {
   if (o.shapes !== undefined && !(Array.isArray(o.shapes) && o.shapes.every((s) => typeof s === 'string'))) {
     throw new WorkloadError(`${where}: 'shapes' must be an array of strings (one per input signature, e.g. 'x[32,784]')`);
   }
+  if (o.configs !== undefined && !(Array.isArray(o.configs) && o.configs.length > 0 && o.configs.every((s) => typeof s === 'string'))) {
+    throw new WorkloadError(`${where}: 'configs' must be a non-empty array of config names (the first is the default)`);
+  }
   const description = typeof o.description === 'string' ? o.description : typeof o.title === 'string' && o.title !== name ? o.title : undefined;
   const setup = o.setup as Workload['setup'];
   return {
@@ -98,6 +111,7 @@ export function asWorkload(x: unknown, where: string): Workload {
     kind: o.kind,
     ...(description !== undefined ? { description } : {}),
     ...(o.shapes !== undefined ? { shapes: o.shapes as string[] } : {}),
+    ...(o.configs !== undefined ? { configs: o.configs as string[] } : {}),
     setup: (opts) => setup.call(x, opts),
   };
 }
@@ -136,11 +150,22 @@ export async function loadWorkloadModule(path: string): Promise<LoadedWorkload> 
 export const EXAMPLES_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
 
 /**
- * The example `kiln advise` measures when given no workload.
- * TODO(advisor issue): make this 'recommender' once examples/recommender.ts exports a
- * `workload` (the issue asks for the recommender as the default); mlp until then.
+ * The example `kiln advise` measures when given no workload: the recommender (a DLRM
+ * training step, examples/recommender.ts), at its small config so a bare `npx kiln advise`
+ * finishes in well under 3 minutes on a 2-core machine; `--config w6` measures W6's shapes.
  */
-export const DEFAULT_EXAMPLE = 'mlp';
+export const DEFAULT_EXAMPLE = 'recommender';
+
+/**
+ * The config setup() gets: `requested` when the workload offers it, the first of `configs`
+ * when none is requested, undefined when the workload has no configs.
+ */
+export function resolveConfig(w: Workload, requested: string | undefined): string | undefined {
+  if (requested === undefined) return w.configs?.[0];
+  if (!w.configs) throw new WorkloadError(`--config ${requested}: workload '${w.name}' has no configs`);
+  if (!w.configs.includes(requested)) throw new WorkloadError(`--config ${requested}: workload '${w.name}' offers ${w.configs.join(', ')}`);
+  return requested;
+}
 
 /** Example names (files in examples/, without .ts). */
 export function exampleNames(dir: string = EXAMPLES_DIR): string[] {
