@@ -28,6 +28,8 @@ export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
 export { backward } from './autograd/engine.js';
 export type { Backend, BackendBuffer } from './backend/backend.js';
 export { JsBackend } from './backend/js/index.js';
+import './backend/wasm/register.js';
+export { WasmBackend, wasmStats, setWasmThreads, wasmUnavailableReason, WasmCompileError, WasmUnavailableError, type WasmStats } from './backend/wasm/index.js';
 export { encodeSafetensors, decodeSafetensors } from './io/safetensors.js';
 export { compile, explain, stats, customOp, GraphBreakError, RecompileError } from './compiler/index.js';
 export type { CompileOptions, Compiled, CompiledModule, CompilerStats, ExplainResult } from './compiler/index.js';

@@ -111,11 +111,13 @@ export class FusedProgram {
     const kb = (this.kernelBackend = opts.kernelBackend ?? backend);
     if (opts.autotune) autotune(lowered, kb);
     this.plan = planMemory(lowered);
-    this.scratch = this.plan.slots.map((s) => backend.alloc(s.dtype, s.size, 'shared'));
+    // scratch, constants and outputs live where the kernels run (e.g. the wasm heap; native and
+    // js share the JS backend's typed arrays), so no call copies them in
+    this.scratch = this.plan.slots.map((s) => kb.alloc(s.dtype, s.size, 'shared'));
     for (const b of lowered.buffers) {
       if (b.kind !== 'constant') continue;
-      const buf = backend.alloc(b.dtype, b.size);
-      backend.write(buf, b.data!);
+      const buf = kb.alloc(b.dtype, b.size);
+      kb.write(buf, b.data!);
       this.constants.set(b.id, buf);
     }
     const outputBufs = new Set(lowered.outputs.map((o) => o.buf));
@@ -157,7 +159,7 @@ export class FusedProgram {
     for (const [id, buf] of this.constants) bufs[id] = buf;
     for (const [id, slot] of this.slotted) bufs[id] = this.scratch[slot]!;
     for (const b of this.perCall) {
-      const buf = this.outputPool?.get(b.id)?.pop() ?? this.backend.alloc(b.dtype, b.size, 'shared');
+      const buf = this.outputPool?.get(b.id)?.pop() ?? this.kernelBackend.alloc(b.dtype, b.size, 'shared');
       bufs[b.id] = buf;
       if (b.output) {
         const st = new Storage(this.backend, buf);

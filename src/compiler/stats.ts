@@ -22,10 +22,59 @@ export interface CompilerStats {
   fusionFallbacks: number;
   /** what backend: 'auto' chose in this process, and why (null: never asked) */
   autoBackend: { chosen: string; reason: string } | null;
+  /** the persistent compile cache (src/compiler/cache; Node, after importing 'kiln/node') */
+  cache: CacheStats;
+  /** entries compiled with dynamic sizes (issue 7), with their symbols */
+  dynamicCompiles: { fn: string; symbols: string[] }[];
+  /** dims that were to become dynamic (or be bucketed) but stayed static, with why */
+  dynamicFailures: { fn: string; reason: string }[];
+  /** bucketed calls (issue 7): per function, dim and bucket size, the calls it served and their sizes */
+  buckets: { fn: string; dim: string; bucket: number; hits: number; sizes: number[] }[];
+  /** the wasm backend, once a program used it (threads, why one thread, modules, compile time) */
+  wasm?: WasmStatsSection;
+}
+
+export interface WasmStatsSection {
+  /** threads kernels split across (1: no pool) */
+  threads: number;
+  /** why kernels run on one thread (null: they split across `threads`) */
+  singleThreadReason: string | null;
+  /** modules compiled (one per program's new kernels) and kernels in them */
+  modules: number;
+  kernels: number;
+  /** kernels found compiled already (same kernel in another program) */
+  kernelHits: number;
+  compileMs: number;
+  /** launches split across threads */
+  parallelLaunches: number;
+  /** bytes the wasm heap holds for live buffers and scratch */
+  heapBytesInUse: number;
+}
+
+/** Sections filled by backends when asked (so they need not import the compiler). */
+export const statsSections: { wasm?: () => WasmStatsSection } = {};
+
+export interface CacheStats {
+  /** entries found on disk: programs (lowering and codegen skipped) and warm starts (tracing skipped too) */
+  hits: number;
+  /** of the hits, warm starts that bound captures and checked guards without running the function */
+  traceSkips: number;
+  /** lookups that found nothing usable */
+  misses: number;
+  /** entries written */
+  writes: number;
+  bytesRead: number;
+  bytesWritten: number;
+  /** entries removed to keep the cache under its size cap (least recently used first) */
+  evictions: number;
+  /** entries rejected (bad checksum, truncated, foreign key or version), deleted and recompiled */
+  corrupt: number;
+  /** compile time the hits did not spend (what the entries cost to make, minus loading them) */
+  compileMsSaved: number;
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, autoBackend: null };
+  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
 }
 
 export let counters: CompilerStats = fresh();
@@ -36,5 +85,7 @@ export function resetStats(): void {
 
 /** A snapshot of the compiler counters. */
 export function stats(): CompilerStats {
-  return structuredClone(counters);
+  const out = structuredClone(counters);
+  if (statsSections.wasm) out.wasm = statsSections.wasm();
+  return out;
 }

@@ -14,7 +14,7 @@ import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
 import { getThreadPool, isShared } from './threads.js';
-import { kernelLoads, kernelStores, type GroupKernel } from '../../compiler/loop-ir.js';
+import { kernelLoads, kernelStores, type GroupKernel, type LoopKernel } from '../../compiler/loop-ir.js';
 
 /** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
 const PARALLEL_WORK = 1 << 17;
@@ -25,6 +25,8 @@ const PARALLEL_WORK = 1 << 17;
 
 export class JsBuffer implements BackendBuffer {
   constructor(readonly dtype: DType, public data: TypedArray) {}
+  /** set by a backend that moved the data into memory it manages (the wasm heap): gives it back */
+  release?: () => void;
   get size(): number {
     return this.data.length;
   }
@@ -58,8 +60,9 @@ export class JsBackend implements Backend {
     if (hint === 'shared' && typeof SharedArrayBuffer !== 'undefined') return new JsBuffer(dtype, new T(new SharedArrayBuffer(size * T.BYTES_PER_ELEMENT), 0, size));
     return new JsBuffer(dtype, new T(size));
   }
-  free(_buf: BackendBuffer): void {
-    // typed arrays are garbage collected; nothing to release
+  free(buf: BackendBuffer): void {
+    // typed arrays are garbage collected; a buffer adopted by the wasm heap returns its region
+    (buf as JsBuffer).release?.();
   }
   write(buf: BackendBuffer, src: TypedArray, offset = 0): void {
     (buf as JsBuffer).data.set(src, offset);
@@ -86,14 +89,32 @@ export class JsBackend implements Backend {
   }
 
   describe(spec: KernelSpec): string {
-    return spec.kind === 'loop' ? renderKernelSource(spec.kernel, spec.nBuffers) : JSON.stringify(spec);
+    return spec.kind === 'loop' ? loopSource(spec.kernel, spec.nBuffers) : JSON.stringify(spec);
+  }
+
+  /** The JS source of each loop kernel (the persistent compile cache stores it). */
+  exportCode(specs: readonly KernelSpec[]): (string | null)[] {
+    return specs.map((s) => (s.kind === 'loop' ? loopSource(s.kernel, s.nBuffers) : null));
+  }
+
+  /** Sources from exportCode: preparing these kernels then skips rendering them. */
+  importCode(specs: readonly KernelSpec[], code: unknown): boolean {
+    if (!Array.isArray(code) || code.length !== specs.length) return false;
+    specs.forEach((s, i) => {
+      if (s.kind === 'loop' && typeof code[i] === 'string') importedSources.set(s.kernel, code[i] as string);
+    });
+    return true;
   }
 }
+
+/** Loop-kernel sources read back from the compile cache, by kernel object (skips rendering). */
+const importedSources = new WeakMap<object, string>();
+const loopSource = (k: LoopKernel, nBuffers: number): string => importedSources.get(k) ?? renderKernelSource(k, nBuffers);
 
 function specKey(spec: KernelSpec): string {
   if (spec.kind === 'pointwise') return `pw|${exprKey(spec.expr)}|${spec.outDType}|${spec.nInputs}|${spec.ndim}`;
   // the source is the same for every row count of a split loop: the extent is part of the key
-  if (spec.kind === 'loop') return `loop|${kernelExtent(spec.kernel)}|${kernelWork(spec.kernel)}|${renderKernelSource(spec.kernel, spec.nBuffers)}`;
+  if (spec.kind === 'loop') return `loop|${kernelExtent(spec.kernel)}|${kernelWork(spec.kernel)}|${loopSource(spec.kernel, spec.nBuffers)}`;
   return JSON.stringify(spec);
 }
 

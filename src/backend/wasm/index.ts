@@ -1,0 +1,232 @@
+// The wasm backend: compiled programs' loop kernels as WebAssembly emitted directly from the
+// loop IR (render.ts; f32x4 SIMD), run over one heap memory (heap.ts) split across threads
+// (threads.ts) where memory can be shared. Buffers stay JsBuffers (adopted into the heap on
+// first use), eager kernels and every spec other than `loop` are the wrapped JS backend's.
+// Browser-safe: Node-only parts (worker_threads) are reached through process.getBuiltinModule.
+
+import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
+import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
+import type { DType, TypedArray } from '../../core/dtype.js';
+import { JsBackend, JsBuffer } from '../js/index.js';
+import { threadCount } from '../js/threads.js';
+import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
+import { Heap, type HeapStats } from './heap.js';
+import { describeKernel, renderModule, type RenderedKernel } from './render.js';
+import { createPool, type WasmPool } from './threads.js';
+import { mathImports } from './imports.js';
+import { WasmCompileError, WasmUnavailableError } from './errors.js';
+
+export { WasmCompileError, WasmUnavailableError } from './errors.js';
+export { renderModule } from './render.js';
+
+/** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
+const PARALLEL_WORK = 1 << 17;
+
+interface CompiledFn {
+  readonly fn: (...a: number[]) => void;
+  readonly r: RenderedKernel;
+  readonly moduleId: number;
+  readonly module: WebAssembly.Module;
+}
+
+interface WasmKernel extends PreparedKernel {
+  readonly wasm: true;
+  readonly key: string;
+  readonly kernel: LoopKernel;
+  readonly extent: number;
+  readonly parallel: boolean;
+  compiled: CompiledFn | null;
+  /** the kernel's own scratch (a matmul accumulator), allocated on first launch */
+  aux: number;
+}
+
+export interface WasmStats {
+  threads: number;
+  singleThreadReason: string | null;
+  modules: number;
+  kernels: number;
+  kernelHits: number;
+  compileMs: number;
+  parallelLaunches: number;
+  heap: HeapStats;
+}
+
+const counters = { modules: 0, kernels: 0, kernelHits: 0, compileMs: 0 };
+/** compiled modules by their bytes */
+const modules = new Map<string, WebAssembly.Module>();
+
+/** Whether this runtime has WebAssembly with 128-bit SIMD: null, or why not. */
+export function wasmUnavailableReason(): string | null {
+  if (typeof WebAssembly === 'undefined') return 'WebAssembly is not available';
+  // (module (func (result v128) v128.const 0)): validates only where SIMD is supported
+  const probe = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]);
+  return WebAssembly.validate(probe) ? null : 'WebAssembly SIMD (128-bit) is not supported';
+}
+
+function bytesKey(b: Uint8Array): string {
+  // FNV-1a over the bytes, plus the length (collisions are checked against the bytes)
+  let h1 = 0x811c9dc5, h2 = 0x01000193;
+  for (let i = 0; i < b.length; i++) {
+    h1 = Math.imul(h1 ^ b[i]!, 16777619);
+    h2 = Math.imul(h2 ^ b[i]!, 2246822519);
+  }
+  return `${b.length}:${(h1 >>> 0).toString(16)}:${(h2 >>> 0).toString(16)}`;
+}
+
+function kernelKey(k: LoopKernel): string {
+  return JSON.stringify(k, (key, v) => (key === 'name' ? undefined : v));
+}
+
+export class WasmBackend implements Backend {
+  readonly name = 'wasm';
+  readonly heap: Heap;
+  private readonly pending: WasmKernel[] = [];
+  private readonly prepared = new Map<string, WasmKernel>();
+  private readonly instances = new Map<number, WebAssembly.Instance>();
+  /** compiled kernels by key (functions of this backend's instances, over its memory) */
+  private readonly compiledKernels = new Map<string, CompiledFn>();
+  private pool: WasmPool | null = null;
+  readonly singleThreadReason: string | null;
+  /** per-thread scratch regions (matmul packing), grown on demand */
+  private scratch: { addr: number[]; bytes: number } = { addr: [], bytes: 0 };
+  private readonly imports: WebAssembly.Imports;
+  /** messages for the logs (set by register.ts) */
+  log: (msg: string) => void = () => {};
+
+  constructor(readonly js: JsBackend = new JsBackend(), opts: { threads?: number; shared?: boolean } = {}) {
+    const why = wasmUnavailableReason();
+    if (why) throw new WasmUnavailableError(why);
+    this.heap = new Heap(opts.shared === false);
+    this.imports = { env: { memory: this.heap.memory }, math: mathImports() };
+    const pool = createPool(opts.threads ?? threadCount(), this.heap.memory, this.heap.shared);
+    if (typeof pool === 'string') this.singleThreadReason = this.heap.unsharedReason ?? pool;
+    else (this.pool = pool), (this.singleThreadReason = null);
+  }
+
+  get threads(): number {
+    return this.pool?.threads ?? 1;
+  }
+
+  alloc(dtype: DType, size: number): BackendBuffer {
+    return this.heap.allocBuffer((data) => new JsBuffer(dtype, data), dtype, size);
+  }
+  free(buf: BackendBuffer): void {
+    this.js.free(buf);
+  }
+  write(buf: BackendBuffer, data: TypedArray, offset?: number): void {
+    this.js.write(buf, data, offset);
+  }
+  readSync(buf: BackendBuffer): TypedArray {
+    return this.js.readSync(buf);
+  }
+  read(buf: BackendBuffer): Promise<TypedArray> {
+    return this.js.read(buf);
+  }
+
+  prepare(spec: KernelSpec): PreparedKernel {
+    if (spec.kind !== 'loop') return this.js.prepare(spec);
+    const key = kernelKey(spec.kernel);
+    let k = this.prepared.get(key);
+    if (!k) {
+      const work = kernelWork(spec.kernel);
+      const extent = kernelExtent(spec.kernel);
+      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, compiled: this.compiledKernels.get(key) ?? null, aux: 0 };
+      if (k.compiled) counters.kernelHits++;
+      else this.pending.push(k);
+      this.prepared.set(key, k);
+    }
+    return k;
+  }
+
+  /** Compiles the kernels prepared since the last flush as one module. */
+  flush(): void {
+    const todo: WasmKernel[] = [];
+    for (const k of this.pending.splice(0)) {
+      k.compiled ??= this.compiledKernels.get(k.key) ?? null;
+      if (!k.compiled && !todo.some((t) => t.key === k.key)) todo.push(k);
+    }
+    if (todo.length === 0) return;
+    const t0 = performance.now();
+    const { bytes, kernels } = renderModule(todo.map((k) => k.kernel), this.heap.shared);
+    const mkey = bytesKey(bytes);
+    let module = modules.get(mkey);
+    if (!module) {
+      try {
+        module = new WebAssembly.Module(bytes as BufferSource);
+      } catch (e) {
+        throw new WasmCompileError(todo.map((k) => k.kernel.name), (e as Error).message);
+      }
+      modules.set(mkey, module);
+      counters.modules++;
+    }
+    const instance = new WebAssembly.Instance(module, this.imports);
+    const moduleId = this.instances.size;
+    this.instances.set(moduleId, instance);
+    todo.forEach((k, i) => {
+      const r = kernels[i]!;
+      const c: CompiledFn = { fn: instance.exports[r.name] as (...a: number[]) => void, r, moduleId, module: module! };
+      this.compiledKernels.set(k.key, c);
+      k.compiled = c;
+      counters.kernels++;
+    });
+    for (const k of this.prepared.values()) k.compiled ??= this.compiledKernels.get(k.key) ?? null;
+    const ms = performance.now() - t0;
+    counters.compileMs += ms;
+    this.log(`${todo.length} kernels in one module (${bytes.length} bytes) in ${ms.toFixed(1)} ms`);
+  }
+
+  private ensureScratch(bytes: number): void {
+    if (bytes <= this.scratch.bytes) return;
+    for (const a of this.scratch.addr) this.heap.release(a);
+    const n = this.threads;
+    this.scratch = { addr: Array.from({ length: n }, () => this.heap.alloc(bytes)), bytes };
+  }
+
+  launch(kernel: PreparedKernel, args: KernelArgs): void {
+    const k = kernel as WasmKernel;
+    if (!k.wasm) return this.js.launch(kernel, args);
+    if (!k.compiled) {
+      if (!this.pending.includes(k)) this.pending.push(k);
+      this.flush();
+    }
+    const c = k.compiled!;
+    const a = args as Extract<KernelArgs, { kind: 'loop' }>;
+    const addrs = c.r.bufs.map((b) => this.heap.adopt(a.buffers[b] as JsBuffer));
+    if (c.r.scratchBytes) this.ensureScratch(c.r.scratchBytes);
+    if (c.r.auxBytes && !k.aux) k.aux = this.heap.alloc(c.r.auxBytes);
+    const scratch0 = this.scratch.addr[0] ?? 0;
+    if (a.range) return c.fn(...addrs, a.range[0], a.range[1], scratch0, k.aux);
+    if (this.pool && k.parallel) {
+      this.pool.run(c.moduleId, c.module, c.r.name, addrs, k.extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux));
+    } else c.fn(...addrs, 0, k.extent, scratch0, k.aux);
+  }
+
+  describe(spec: KernelSpec): string {
+    if (spec.kind !== 'loop') return this.js.describe(spec);
+    return describeKernel(spec.kernel, this.heap.shared);
+  }
+
+  stats(): WasmStats {
+    return { threads: this.threads, singleThreadReason: this.singleThreadReason, ...counters, parallelLaunches: this.pool?.launches ?? 0, heap: this.heap.stats() };
+  }
+}
+
+let shared: WasmBackend | null = null;
+
+/** The process's wasm backend for compiled programs (throws WasmUnavailableError). */
+export function wasmBackend(): WasmBackend {
+  return (shared ??= new WasmBackend());
+}
+
+/**
+ * Replaces the process's wasm backend with one of `threads` threads (and a fresh heap; buffers
+ * move into it on first use). For tests and benchmarks comparing thread counts.
+ */
+export function setWasmThreads(threads: number): WasmBackend {
+  return (shared = new WasmBackend(undefined, { threads }));
+}
+
+/** Counters of the wasm backend (threads, modules, kernels, heap); zeros before first use. */
+export function wasmStats(): WasmStats {
+  return shared ? shared.stats() : { threads: 0, singleThreadReason: null, ...counters, parallelLaunches: 0, heap: { bytesInUse: 0, peakBytes: 0, regions: 0, memoryBytes: 0, shared: false, adopted: 0, } };
+}

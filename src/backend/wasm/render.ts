@@ -1,0 +1,82 @@
+// Renders loop-IR kernels into one wasm module (one exported function per kernel):
+// `kernel(base_b..., lo, hi, scratch, aux)` with a base byte address per buffer it uses.
+
+import type { DType } from '../../core/dtype.js';
+import type { LExpr, LoopKernel, Stmt, Store } from '../../compiler/loop-ir.js';
+import { printKernel } from '../../compiler/loop-ir.js';
+import { FuncBuilder } from './encoder.js';
+import { Gen } from './gen.js';
+import { renderPointwise, renderRow } from './kernels.js';
+import { renderMatmul } from './matmul.js';
+import { ModuleContext } from './module-context.js';
+import { T } from './opcodes.js';
+
+export interface RenderedKernel {
+  /** export name in the module */
+  readonly name: string;
+  /** buffers passed as base addresses, in parameter order */
+  readonly bufs: readonly number[];
+  /** per-thread scratch bytes (matmul packing) and per-kernel aux bytes (a matmul accumulator) */
+  readonly scratchBytes: number;
+  readonly auxBytes: number;
+  /** how each loop was rendered (for describe / output_code) */
+  readonly notes: readonly string[];
+  /** function body size in bytes */
+  codeBytes: number;
+}
+
+export function bufferDTypes(k: LoopKernel): Map<number, DType> {
+  const out = new Map<number, DType>();
+  const visit = (e: LExpr) => {
+    if (e.k === 'load') out.set(e.buf, e.dtype);
+    else if (e.k === 'op') e.a.forEach(visit);
+    else if (e.k === 'cast') visit(e.a);
+  };
+  const st = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
+  const sto = (l: readonly Store[]) => l.forEach((s) => (out.set(s.buf, s.dtype), visit(s.value)));
+  if (k.kind === 'group') k.parts.forEach((p) => bufferDTypes(p).forEach((d, b) => out.set(b, d)));
+  else if (k.kind === 'pointwise') (st(k.body), sto(k.stores));
+  else if (k.kind === 'row') {
+    for (const r of k.reductions) (st(r.body), visit(r.value));
+    st(k.outerBody), sto(k.outerStores), st(k.rowBody), sto(k.rowStores);
+  } else {
+    st(k.body), sto(k.stores);
+    if (!out.has(k.a.buf)) out.set(k.a.buf, k.dtype);
+    if (!out.has(k.b.buf)) out.set(k.b.buf, k.dtype);
+  }
+  return out;
+}
+
+/** Adds one kernel to the module as an exported function named `name`. */
+export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): RenderedKernel {
+  const dts = bufferDTypes(k);
+  const bufs = [...dts.keys()].sort((a, b) => a - b);
+  const fb = new FuncBuilder(name, { params: [...bufs.map(() => T.i32), T.i32, T.i32, T.i32, T.i32], results: [] }, true);
+  const lo = bufs.length, hi = lo + 1, scratch = lo + 2, aux = lo + 3;
+  const base = new Map<number, number>(bufs.map((b, i) => [b, i]));
+  base.set(-1, aux);
+  const g = new Gen(mc, fb, base);
+  const notes: string[] = [];
+  let scratchBytes = 0, auxBytes = 0;
+  const p = { lo, hi, scratch, aux };
+  if (k.kind === 'group') k.parts.forEach((part) => renderPointwise(g, part, p, false, notes));
+  else if (k.kind === 'pointwise') renderPointwise(g, k, p, true, notes);
+  else if (k.kind === 'row') renderRow(g, k, p, notes);
+  else ({ scratchBytes, auxBytes } = renderMatmul(g, k, p, dts, notes));
+  mc.mod.func(fb);
+  return { name, bufs, scratchBytes, auxBytes, notes, codeBytes: fb.code.length };
+}
+
+/** A module of kernels: its bytes and each kernel's calling convention. */
+export function renderModule(kernels: readonly LoopKernel[], shared: boolean): { bytes: Uint8Array; kernels: RenderedKernel[] } {
+  const mc = new ModuleContext(shared);
+  const out = kernels.map((k, i) => renderKernel(mc, k, `k${i}`));
+  return { bytes: mc.mod.encode(), kernels: out };
+}
+
+/** Readable text of a kernel's wasm (KILN_LOGS=output_code): how its loops were rendered, sizes, the loop IR. */
+export function describeKernel(k: LoopKernel, shared: boolean): string {
+  const { bytes, kernels: [r] } = renderModule([k], shared);
+  return [`;; wasm kernel ${k.name}: function ${r!.codeBytes} bytes (module ${bytes.length} bytes), params (${r!.bufs.map((b) => `buf${b}`).join(', ')}, lo, hi, scratch, aux)`,
+    ...r!.notes.map((n) => `;;   ${n}`), ...printKernel(k).split('\n').map((l) => `;; ${l}`)].join('\n');
+}

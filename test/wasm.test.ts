@@ -1,0 +1,229 @@
+// The wasm backend (WebAssembly emitted from the loop IR, f32x4 SIMD, threads over a shared
+// memory): the op table and random graphs compiled with { backend: 'wasm' } against the
+// float64 reference / eager, large (threaded) kernels, an MLP training step, threaded and
+// single-threaded runs agreeing, and the heap's adoption and release of buffers.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import * as kiln from 'kiln';
+import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL } from './op-table.js';
+import { opArb, program, shapeArb, type Op, type T } from './helpers/random-graphs.js';
+
+const WASM = { backend: 'wasm', fullgraph: true } as const;
+const base = baseSeed();
+const RANDOM = /dropout/;
+const READS_DATA = /oneHot.*infer|oneHot$/;
+
+test('wasm: every op-table case compiled equals the float64 reference', () => {
+  const failures: string[] = [];
+  for (const c of OP_TABLE) {
+    const seed = caseSeed(base, c.name);
+    try {
+      withSeed(base, seed, () => {
+        kiln.scope(() => {
+          kiln.compiler.reset();
+          const rng = new Rng(seed, 'float32');
+          const inputs = c.make(rng);
+          const before = inputs.map(toND);
+          const fn = (...xs: kiln.Tensor[]) => c.run(kiln, xs);
+          const compiled = kiln.compile(fn, { ...WASM, fullgraph: !READS_DATA.test(c.name) });
+          for (const call of ['trace', 'replay']) {
+            const outs = asList(compiled(...inputs) as kiln.Tensor | readonly kiln.Tensor[]);
+            if (RANDOM.test(c.name)) {
+              assert.deepEqual(outs.map((o) => o.shape), asList(fn(...inputs)).map((o) => o.shape));
+              continue;
+            }
+            checkOutputs(`${c.name} (wasm ${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
+          }
+        });
+      });
+    } catch (e) {
+      failures.push(`${c.name}: ${(e as Error).message.split('\n').slice(0, 3).join(' | ')}`);
+    }
+  }
+  assert.deepEqual(failures, []);
+  assert.ok(kiln.wasmStats().kernels > 50, 'the cases ran wasm kernels');
+});
+
+// ---- random graphs (as test/compile-random-graphs.test.ts, on wasm) ----
+
+const graphArb = fc.tuple(shapeArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 3 }), fc.nat(1000));
+
+function checkGraph([[a, b, c], ops, nOut, seed]: [[number, number, number], Op[], number, number]): void {
+  kiln.scope(() => {
+    kiln.compiler.reset();
+    kiln.manualSeed(seed);
+    const inputs = [kiln.randn([a, b, c]), kiln.randn([b, c]), kiln.randn([1, c]), kiln.randn([c, c])];
+    const fn = program(ops, nOut);
+    const eager = fn(...inputs);
+    const compiled = kiln.compile(fn, WASM);
+    for (const call of ['trace', 'replay']) {
+      const got = compiled(...inputs);
+      assert.equal(got.length, eager.length);
+      got.forEach((g, i) => {
+        const e = eager[i]!;
+        assert.deepEqual(g.shape, e.shape, `${call} output ${i} shape`);
+        const x = g.dataSync(), y = e.dataSync();
+        let scale = 1e-3;
+        for (let k = 0; k < y.length; k++) scale = Math.max(scale, Math.abs(y[k]!));
+        for (let k = 0; k < y.length; k++) {
+          const bad = !(Math.abs(x[k]! - y[k]!) <= 1e-5 * scale + 1e-6) && !(Number.isNaN(x[k]!) && Number.isNaN(y[k]!)) && x[k] !== y[k];
+          if (bad) assert.fail(`wasm ${call} output ${i}[${k}]: compiled ${x[k]} vs eager ${y[k]} (ops ${JSON.stringify(ops)})`);
+        }
+      });
+    }
+  });
+}
+
+test('wasm: random graphs compiled (fullgraph) equal eager', () => {
+  fc.assert(fc.property(graphArb, (g) => checkGraph(g)), { numRuns: 120, seed: 20261130 });
+});
+
+// ---- large kernels: the threaded paths and the vectorized loops ----
+
+function compare(name: string, fn: (...xs: T[]) => T | T[], inputs: T[], tol = 2e-5): void {
+  kiln.scope(() => {
+    kiln.compiler.reset();
+    const js = asList(fn(...inputs)).map((t) => Array.from(t.dataSync()));
+    const w = kiln.compile(fn, WASM);
+    for (const call of ['trace', 'replay']) {
+      const got = asList(w(...inputs)).map((t) => Array.from(t.dataSync()));
+      got.forEach((g, o) => {
+        const e = js[o]!;
+        assert.equal(g.length, e.length);
+        let scale = 1e-3;
+        for (const v of e) scale = Math.max(scale, Math.abs(v));
+        for (let k = 0; k < e.length; k++) {
+          if (!(Math.abs(g[k]! - e[k]!) <= tol * scale + 1e-5) && !(Number.isNaN(g[k]) && Number.isNaN(e[k]))) assert.fail(`${name} (${call}) output ${o}[${k}]: wasm ${g[k]} vs eager ${e[k]}`);
+        }
+      });
+    }
+  });
+}
+
+test('wasm: large kernels (split across threads, f32x4 loops, blocked matmul) equal eager', () => {
+  kiln.manualSeed(11);
+  const big = kiln.keep(kiln.randn([300_001]));
+  const rows = kiln.keep(kiln.randn([512, 301]));
+  const a = kiln.keep(kiln.randn([256, 300]));
+  const w = kiln.keep(kiln.randn([200, 300]));
+  const bias = kiln.keep(kiln.randn([200]));
+  const qa = kiln.keep(kiln.randn([8, 64, 48]));
+  const qb = kiln.keep(kiln.randn([8, 48, 64]));
+  const one = kiln.keep(kiln.randn([1, 300, 160]));
+  const sq = kiln.keep(kiln.randn([130, 257]));
+  const sq2 = kiln.keep(kiln.randn([257, 67]));
+  const before = kiln.wasmStats().parallelLaunches;
+  const cases: [string, (...xs: T[]) => T | T[], T[]][] = [
+    ['W4-like 1-D chain', (x) => x.mul(1.5).add(0.3).tanh().mul(x.sigmoid()).sub(x.mul(0.1)), [big]],
+    ['gelu, erf, exp, log, silu', (x) => [x.gelu(), x.erf(), x.exp(), x.abs().add(1e-3).log(), x.silu(), x.sin()], [big]],
+    ['full reduction and argmax', (x) => [x.sum(), x.max(), x.argmax().float(), x.abs().mean()], [big]],
+    ['softmax, layer norm, argmax rows', (x) => [x.softmax(-1), kiln.layerNorm(x, [301]), x.argmin(-1, true).float(), x.logsumexp(0)], [rows]],
+    ['transposed rows', (x) => x.transpose(0, 1).softmax(-1).mul(2), [rows]],
+    ['linear + gelu epilogue (x·Wᵀ)', (x, wt, b) => kiln.linear(x, wt, b).gelu(), [a, w, bias]],
+    ['batched matmul (batch-parallel)', (x, y) => x.matmul(y).relu(), [qa, qb]],
+    ['batch-1 matmul, rows split', (x, y) => x.matmul(y.transpose(-1, -2).transpose(-1, -2)), [one, kiln.keep(kiln.randn([160, 96]))]],
+    ['odd-sized matmul (partial tiles)', (x, y) => x.matmul(y), [sq, sq2]],
+    ['comparisons, where, int math', (x) => { const i = x.mul(100).to('int32'); return [kiln.where(x.gt(0), x, x.mul(0.5)), i.mul(i).add(7).float(), x.gt(0.5).logicalOr(x.lt(-0.5)).float()]; }, [big]],
+  ];
+  for (const [name, fn, inputs] of cases) compare(name, fn, inputs);
+  if (kiln.wasmStats().threads > 1) assert.ok(kiln.wasmStats().parallelLaunches > before, 'large kernels were split across threads');
+  for (const t of [big, rows, a, w, bias, qa, qb, one, sq, sq2]) t.dispose();
+});
+
+// ---- a training step ----
+
+function mlpStep(backend: string | null, opt: 'sgd' | 'adam') {
+  kiln.manualSeed(7);
+  const model = new kiln.nn.Sequential(new kiln.nn.Linear(12, 32), new kiln.nn.ReLU(), new kiln.nn.Linear(32, 16), new kiln.nn.Tanh(), new kiln.nn.Linear(16, 3));
+  const optim = opt === 'sgd' ? new kiln.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 }) : new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
+  const x = kiln.keep(kiln.randn([64, 12]));
+  const y = kiln.keep(kiln.randint(0, 3, [64]));
+  const step = (xb: kiln.Tensor, yb: kiln.Tensor) => {
+    optim.zeroGrad();
+    const loss = kiln.crossEntropy(model.call(xb), yb);
+    loss.backward();
+    optim.step();
+    return loss;
+  };
+  const run = backend ? kiln.compile(step, { backend, fullgraph: true }) : step;
+  const losses: number[] = [];
+  for (let i = 0; i < 6; i++) losses.push(kiln.scope(() => (run(x, y) as kiln.Tensor).item()));
+  return { losses, params: model.parameters().map((p) => Array.from(p.dataSync())) };
+}
+
+for (const opt of ['sgd', 'adam'] as const) {
+  test(`wasm: a compiled MLP training step (${opt}) equals eager over several steps`, () => {
+    kiln.compiler.reset();
+    const eager = mlpStep(null, opt);
+    const wasm = mlpStep('wasm', opt);
+    wasm.losses.forEach((l, i) => assert.ok(Math.abs(l - eager.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(eager.losses[i]!)), `step ${i}: wasm loss ${l} vs eager ${eager.losses[i]}`));
+    wasm.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - eager.params[i]![j]!) <= 1e-4, `param ${i}[${j}]: ${v} vs ${eager.params[i]![j]}`)));
+    assert.ok(kiln.stats().cacheHits >= 4, 'the step replayed');
+  });
+}
+
+// ---- threads ----
+
+test('wasm: threaded and single-threaded backends compute the same values', () => {
+  kiln.manualSeed(3);
+  const x = kiln.keep(kiln.randn([700, 513]));
+  const m = kiln.keep(kiln.randn([513, 96]));
+  const fn = (t: kiln.Tensor, w: kiln.Tensor) => [t.tanh().mul(t).softmax(-1), t.matmul(w).relu(), t.sum(-1), t.exp().mul(2)];
+  const run = (threads: number) => {
+    const b = kiln.setWasmThreads(threads);
+    const out = kiln.scope(() => {
+      kiln.compiler.reset();
+      const f = kiln.compile(fn, WASM);
+      f(x, m);
+      return (f(x, m) as kiln.Tensor[]).map((t) => Array.from(t.dataSync()));
+    });
+    return { out, b };
+  };
+  const one = run(1);
+  assert.equal(one.b.threads, 1);
+  assert.match(one.b.singleThreadReason ?? '', /one thread/);
+  assert.equal(one.b.stats().parallelLaunches, 0);
+  const many = run(3);
+  assert.equal(many.b.threads, 3);
+  assert.equal(many.b.singleThreadReason, null);
+  assert.ok(many.b.stats().parallelLaunches >= 3, 'kernels were split across threads');
+  // rows split across threads compute exactly what one thread computes
+  assert.deepEqual(many.out, one.out);
+  x.dispose();
+  m.dispose();
+});
+
+// ---- the heap ----
+
+test('wasm: buffers are adopted into the heap once and released when tensors are disposed', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((a: kiln.Tensor, b: kiln.Tensor) => a.mul(b).add(1).relu().sum(-1), WASM);
+  const mk = (): [kiln.Tensor, kiln.Tensor] => [kiln.randn([64, 100]), kiln.randn([64, 100])];
+  kiln.scope(() => f(...mk()));
+  const baseline = kiln.wasmStats().heap.bytesInUse;
+  const adopted = kiln.wasmStats().heap.adopted;
+  for (let i = 0; i < 20; i++) {
+    kiln.scope(() => {
+      const [a, b] = mk();
+      const out = f(a!, b!) as kiln.Tensor;
+      // a user array is a copy: it keeps its values after the heap reuses the region
+      const arr = out.dataSync();
+      const copy = Array.from(arr);
+      out.dispose();
+      kiln.scope(() => f(...mk()));
+      assert.deepEqual(Array.from(arr), copy);
+    });
+  }
+  assert.ok(kiln.wasmStats().heap.adopted >= adopted + 40, 'inputs were adopted');
+  assert.equal(kiln.wasmStats().heap.bytesInUse, baseline, 'heap bytes in use are back to the baseline');
+  // a disposed buffer no longer points into the heap
+  const t = kiln.randn([1000]);
+  kiln.scope(() => f(t.reshape([10, 100]), t.reshape([10, 100])));
+  const storage = (t as unknown as { storage: { buf: { data: Float32Array } } }).storage;
+  const buf = storage.buf;
+  assert.ok(buf.data.length === 1000);
+  t.dispose();
+  assert.equal(buf.data.length, 0);
+});
