@@ -1,6 +1,11 @@
 // The `kiln` command line (see src/advisor/cli.ts):
 //   npx tsx bin/kiln.ts advise [workload-module] [--example NAME] [options]   (kiln advise --help)
+//   npx tsx bin/kiln.ts cache save <file> | cache load <file> | cache dir  (src/compiler/cache/bundle.ts)
 
 import { main } from '../src/advisor/cli.js';
 
-process.exitCode = await main(process.argv.slice(2));
+const argv = process.argv.slice(2);
+if (argv[0] === 'cache') {
+  const { cacheCli } = await import('../src/compiler/cache/bundle.js');
+  process.exitCode = cacheCli(argv.slice(1));
+} else process.exitCode = await main(argv);

@@ -15,7 +15,7 @@ export * from './ops/math.js';
 export { sum, prod, mean, max, min, argmax, argmin, variance as var, variance, std, logsumexp, softmax, logSoftmax } from './ops/reduce.js';
 export { reshape, viewAs, flatten, squeeze, unsqueeze, permute, transpose, expand, slice, narrow, select, pad, cat, stack, split, chunk, contiguous } from './ops/movement.js';
 export { matmul, bmm } from './ops/linalg.js';
-export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot } from './ops/indexing.js';
+export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot, nonzero, maskedSelect } from './ops/indexing.js';
 export { conv2d, maxPool2d, avgPool2d } from './ops/window.js';
 export {
   linear, triu, tril, dropout, layerNorm, batchNorm, embedding, nllLoss, crossEntropy, mseLoss,
@@ -32,6 +32,7 @@ import './backend/wasm/register.js';
 export { WasmBackend, wasmStats, setWasmThreads, wasmUnavailableReason, WasmCompileError, WasmUnavailableError, type WasmStats } from './backend/wasm/index.js';
 export { encodeSafetensors, decodeSafetensors } from './io/safetensors.js';
 export { compile, explain, stats, customOp, GraphBreakError, RecompileError } from './compiler/index.js';
+export { markDynamic, markStatic } from './compiler/index.js';
 export type { CompileOptions, Compiled, CompiledModule, CompilerStats, ExplainResult } from './compiler/index.js';
 export * as compiler from './compiler/public.js';
 export * as nn from './nn/index.js';

@@ -3,6 +3,7 @@
 
 import './tensor/methods.js';
 import './backend/native/register.js';
+import './compiler/cache/register.js';
 import { DTypeError, StateDictError } from './core/errors.js';
 import type { Tensor } from './tensor/tensor.js';
 import { keep } from './tensor/scope.js';
@@ -44,3 +45,8 @@ export async function loadSafetensorsWithMetadata(path: string): Promise<{ tenso
 }
 
 export { NativeBackend, NativeCompileError, NativeUnavailableError, nativeStats, nativeBatch, clearNativeMemoryCache, nativeUnavailableReason, type NativeStats } from './backend/native/index.js';
+
+// the persistent compile cache and ahead-of-time artifacts (src/compiler/cache)
+export { exportArtifact as export, exportArtifact, loadArtifact as load, loadArtifact, type ExportOptions, type LoadOptions, type LoadedArtifact } from './compiler/cache/artifact.js';
+export { saveCache, loadCache } from './compiler/cache/bundle.js';
+export { ArtifactError } from './compiler/cache/errors.js';

@@ -33,4 +33,16 @@ export interface Backend {
    * a program's kernels as one translation unit. Called after a program prepares its kernels.
    */
   flush?(): void;
+  /**
+   * The persistent compile cache and artifacts (optional, src/compiler/cache): the code this
+   * backend generates for some loop-kernel specs, as JSON-safe data (e.g. JS sources).
+   */
+  exportCode?(specs: readonly KernelSpec[]): unknown;
+  /**
+   * Hands back `exportCode` data for the same specs before they are prepared, so that preparing
+   * them skips code generation. Returns false when the data cannot be used (then it generates).
+   */
+  importCode?(specs: readonly KernelSpec[], code: unknown): boolean;
+  /** What generated code depends on besides the kernels (compiler, flags, CPU): part of cache keys. */
+  codeFingerprint?(): string;
 }

@@ -20,7 +20,13 @@ import { log, warnOnce } from './logs.js';
 import { counters } from './stats.js';
 import { userLocation } from './location.js';
 import { debugDump } from './debug-dir.js';
+import { allSizeChanges, type SizeChange } from './guards.js';
+import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js';
+import { DynamicProgram } from './dynamic-program.js';
+import { bucketCall, type BucketSpec } from './bucket.js';
 import { resolveKernelBackend, type BackendChoice } from './backend-choice.js';
+import { cachedProgram, storeProgram } from './cache/program-cache.js';
+import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -29,8 +35,14 @@ export interface CompileOptions {
   mode?: CompileMode;
   /** throw at the first graph break instead of splitting the graph */
   fullgraph?: boolean;
-  /** dynamic shapes policy (issue 7): undefined = automatic, true, false */
+  /**
+   * dynamic shapes (issue 7): undefined (default) = static first, then a dim whose size changed
+   * becomes dynamic (automatic dynamic); true = every size dynamic from the start (except
+   * sizes 0 and 1); false = never (each new shape recompiles, up to recompileLimit)
+   */
   dynamic?: boolean;
+  /** pad a dim up to the next bucket size so a bounded set of static programs serves every size (see bucket.ts) */
+  buckets?: BucketSpec;
   /**
    * 'auto', 'js', 'eager' (capture and replay, each node with eager kernels), or a kernel
    * backend registered by a Node entry point: 'native' (C compiled at run time; import
@@ -45,6 +57,15 @@ export interface CompileOptions {
   recompileLimit?: number;
   /** false: replay recorded eager kernels instead of fused generated kernels (for debugging) */
   fuse?: boolean;
+  /** false: do not read or write the persistent compile cache (also KILN_CACHE=0; Node only) */
+  cache?: boolean;
+  /**
+   * Tensors the function reads, by stable name (e.g. model.stateDict()): lets a warm start in a
+   * later process bind them by name and skip tracing (compiled modules use their parameters and
+   * buffers). The key covers the function's source and these tensors' names, shapes and dtypes,
+   * not other JavaScript values it closes over.
+   */
+  captures?: Record<string, Tensor>;
 }
 
 let stance: Stance = 'default';
@@ -111,16 +132,55 @@ export class CompiledFunction {
   ) {
     this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
     this.argNames = paramNames(module ? module.forward : fn);
-    if (opts.dynamic) {
-      warnOnce('dynamic', `compile(${this.name}, { dynamic: true }): dynamic shapes are not implemented yet; every new input shape recompiles (up to recompileLimit)`);
+  }
+
+  /** dims made dynamic by automatic dynamic (arg path # dim) */
+  private readonly autoDynamic = new Set<string>();
+  /** the dynamic program planned for the call being traced (used if its graph matches) */
+  private pendingDynamic: DynamicPlan | null = null;
+  /** bucketing state (bucket.ts) */
+  bucketState: unknown = undefined;
+
+  /** Dynamic shapes (issue 7): plans the dynamic program for this call, or null (static). */
+  private planDynamicFor(args: unknown[]): DynamicPlan | null {
+    if (this.opts.dynamic === false || this.opts.backend === 'eager' || this.opts.fuse === false) return null;
+    const { dims, notes } = chooseDims(args, this.argNames, this.opts.dynamic, this.autoDynamic);
+    for (const n of notes) log('recompiles', `${this.name}: ${n}`);
+    if (dims.length === 0) return null;
+    const t0 = performance.now();
+    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend });
+    if ('failed' in r) {
+      log('recompiles', `${this.name}: ${dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(', ')} stay static: ${r.failed}`);
+      counters.dynamicFailures.push({ fn: this.name, reason: r.failed });
+      return null;
     }
+    log('perf', `${this.name}: dynamic program planned in ${(performance.now() - t0).toFixed(1)} ms (probe traces + lowering)`);
+    return r;
   }
 
   get entryCount(): number {
     return this.entries.length;
   }
 
+  /** The compiled entries, newest last (artifacts export them: src/compiler/cache/artifact.ts). */
+  get compiledEntries(): readonly Readonly<Entry>[] {
+    return this.entries;
+  }
+
   call(args: unknown[]): unknown {
+    if (this.opts.buckets && !this.opts.disable && stance !== 'forceEager' && !runtime.tracer) return bucketCall(this, args, (a) => this.callUnbucketed(a));
+    return this.callUnbucketed(args);
+  }
+
+  /** The traced function itself (bucketing probes it). */
+  get traced(): (...args: unknown[]) => unknown {
+    return this.fn;
+  }
+  get parameterNames(): readonly string[] {
+    return this.argNames;
+  }
+
+  private callUnbucketed(args: unknown[]): unknown {
     if (this.opts.disable || stance === 'forceEager') return this.eager(args, this.opts.disable ? null : 'stance forceEager');
     if (runtime.tracer) return this.fn(...args); // inlined into an enclosing trace
     if (this.epoch !== epoch) {
@@ -129,6 +189,7 @@ export class CompiledFunction {
       this.epoch = epoch;
     }
     let reason: string | null = null;
+    let changes: SizeChange[] = [];
     for (const e of this.entries) {
       const r = checkGuards(e.guards, args);
       if (r === null) {
@@ -136,6 +197,7 @@ export class CompiledFunction {
         counters.cacheHits++;
         return this.replay(e, args);
       }
+      if (reason === null && this.opts.dynamic === undefined) changes = allSizeChanges(e.guards, args);
       reason ??= r;
     }
     if (this.entries.length > 0) {
@@ -149,10 +211,32 @@ export class CompiledFunction {
         }
         return this.eager(args, `recompile limit ${limit} reached: ${reason}`);
       }
+      // automatic dynamic: a size that changed is compiled as dynamic from now on
+      const fresh = changes.filter((c) => !this.autoDynamic.has(dimKey(c.path, c.dim)));
+      if (fresh.length > 0) {
+        for (const c of fresh) this.autoDynamic.add(dimKey(c.path, c.dim));
+        reason = `${reason}; ${fresh.map((c) => `arg ${c.path} dim ${c.dim}`).join(', ')} ${fresh.length > 1 ? 'become' : 'becomes'} dynamic (automatic dynamic: ${fresh.map((c) => `${c.expected} -> ${c.got}`).join(', ')})`;
+      }
       counters.recompiles.push({ fn: this.name, reason: reason! });
       log('recompiles', `recompiling ${this.name} (entry ${this.entries.length + 1}): ${reason}`);
     }
+    // the persistent cache: a stored entry for these arguments replays without tracing
+    const warm = tryWarmStart(this.cacheContext(), args) as Entry | null;
+    if (warm) {
+      this.entries.push(warm);
+      counters.compiles++;
+      return this.replay(warm, args);
+    }
     return this.trace(args, null);
+  }
+
+  /** What the persistent compile cache needs of this function (src/compiler/cache/warm-start.ts). */
+  private cacheContext(): WarmContext {
+    return {
+      name: this.name, opts: this.opts, argNames: this.argNames, fn: this.fn, module: this.module,
+      parameterGuards: () => this.parameterGuards(),
+      makeProgram: (g) => (this.opts.backend === 'eager' ? null : makeProgram(g, this.opts, { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } })),
+    };
   }
 
   /** A compiled module's parameters by identity: assigning a new tensor to a layer recompiles. */
@@ -190,6 +274,7 @@ export class CompiledFunction {
   private trace(args: unknown[], existing: Entry | null): unknown {
     counters.cacheMisses++;
     const t0 = performance.now();
+    this.pendingDynamic = existing ? null : this.planDynamicFor(args);
     const report: CompileReport = { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } };
     let codegen = 0;
     const tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, report, (ms) => (codegen += ms)));
@@ -231,7 +316,8 @@ export class CompiledFunction {
       if (!existing) {
         if (replayable) {
           const resultTemplate = templateOf(result);
-          const guards = [...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer)];
+          const dyn = this.pendingDynamic?.used && compiled.program === this.pendingDynamic.program ? this.pendingDynamic : null;
+          const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer)];
           report.guards = guards.map((g) => g.text);
           log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
           const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
@@ -240,12 +326,21 @@ export class CompiledFunction {
           const ranBackward = tracer.gradWrites.size > 0;
           const autogradOutputs = !ranBackward && isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
           if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
+          if (dyn && autogradOutputs) {
+            // node-by-node replay runs the real-size graph: this entry cannot serve other sizes
+            guards.splice(0, guards.length, ...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer));
+            log('recompiles', `${this.name}: the dynamic program is not used because the outputs require grad (replay runs node by node); sizes stay static`);
+          } else if (dyn) {
+            counters.dynamicCompiles.push({ fn: this.name, symbols: dyn.notes });
+            log('recompiles', `${this.name}: compiled with dynamic sizes:\n  ${dyn.notes.join('\n  ')}`);
+          }
           this.entries.push({
             guards, graph: compiled.graph, program: compiled.program, resultTemplate,
             gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
             retrace: false, autogradOutputs,
           });
           counters.compiles++;
+          saveWarmStart(this.cacheContext(), args, this.entries[this.entries.length - 1] as unknown as WarmEntry, tracer.gradWrites.size);
         } else if (tracer.segment > 0) {
           const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
           report.guards = guards.map((g) => g.text);
@@ -298,7 +393,12 @@ export class CompiledFunction {
     const key = graphKey(optimized);
     let program: Runnable | null = null;
     const useProgram = this.opts.backend !== 'eager';
-    if (useProgram) {
+    const dyn = this.pendingDynamic;
+    if (useProgram && dyn && !dyn.used && args && dyn.matches(optimized)) {
+      // the dynamic program serves this call (its graph at these sizes is this graph)
+      program = dyn.program;
+      dyn.used = true;
+    } else if (useProgram) {
       program = this.segments.get(key) ?? null;
       if (program) counters.segmentHits++;
       else {
@@ -310,11 +410,11 @@ export class CompiledFunction {
         counters.graphsCompiled++;
       }
     }
-    const text = printGraph(optimized);
-    const fused = program instanceof FusedProgram ? program : null;
+    const text = program instanceof DynamicProgram && dyn ? printGraph(dyn.graph) : printGraph(optimized);
+    const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
     report.graphs.push({
       text, ops: optimized.opCount, key, program: program?.print(),
-      kernels: fused?.kernels.length, fusion: fused ? formatDecisions(fused.lowered.decisions) : undefined, peakBytes: fused?.peakBytes,
+      kernels: fused?.kernels.length, fusion: fused ? formatDecisions(fused.lowered.decisions) : undefined, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
     });
     log('graph', text);
     debugDump(this.name, optimized.name, { 'graph.txt': text, 'program.txt': program?.print() ?? '(eager backend: node by node)' });
@@ -344,7 +444,7 @@ export class CompiledFunction {
   }
 }
 
-export type Runnable = Program | FusedProgram;
+export type Runnable = Program | FusedProgram | DynamicProgram;
 
 function formatDecisions(ds: readonly FusionDecision[]): string {
   return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
@@ -360,12 +460,18 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
   if (opts.fuse !== false) {
     try {
       const t0 = performance.now();
-      const lowered = lower(graph);
-      dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
-      groupHorizontally(lowered);
+      // the persistent compile cache (src/compiler/cache): a hit skips lowering and codegen
+      const hit = cachedProgram(graph, opts, kernelBackend);
+      const lowered = hit?.lowered ?? lower(graph);
+      if (!hit) {
+        dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
+        groupHorizontally(lowered);
+      }
       report.timings.passes.lower = (report.timings.passes.lower ?? 0) + performance.now() - t0;
       // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
-      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune', kernelBackend });
+      const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' && !hit, kernelBackend });
+      if (hit) hit.done(p);
+      else storeProgram(graph, opts, kernelBackend, p, performance.now() - t0);
       log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
       debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), [kernelBackend ? `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}` : 'output_code.js']: p.source() });

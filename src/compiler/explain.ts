@@ -2,12 +2,15 @@
 // with locations and hints, ops per graph, guards, compile time per stage.
 
 import { CompiledFunction, type CompileOptions, type CompileReport } from './compile.js';
+import { bucketSummary } from './bucket.js';
 
 export interface ExplainResult extends CompileReport {
   graphCount: number;
   graphBreakCount: number;
   opsPerGraph: number[];
   text: string;
+  /** bucketing (issue 7): the buckets this call hit, with the sizes they served */
+  buckets?: { bucket: number; hits: number; sizes: number[] }[];
 }
 
 export function explain<F extends (...args: never[]) => unknown>(fn: F, opts: CompileOptions & { print?: boolean } = {}): (...args: Parameters<F>) => ExplainResult {
@@ -22,6 +25,11 @@ export function explain<F extends (...args: never[]) => unknown>(fn: F, opts: Co
       opsPerGraph: r.graphs.map((g) => g.ops),
       text: formatExplain(r),
     };
+    const buckets = bucketSummary(cf.bucketState);
+    if (buckets) {
+      result.buckets = buckets;
+      result.text += `\n  buckets: ${buckets.map((b) => `${b.bucket} (sizes ${b.sizes.join(', ')})`).join('; ')}`;
+    }
     if (opts.print !== false) console.log(result.text);
     return result;
   };

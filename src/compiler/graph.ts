@@ -5,6 +5,7 @@
 import type { DType } from '../core/dtype.js';
 import type { PrimDef } from '../ops/dispatch.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { symToString, type Sym } from './symbolic.js';
 
 export type InputSource =
   | { readonly kind: 'arg'; readonly path: string }
@@ -18,6 +19,8 @@ export interface TensorMeta {
   readonly strides: readonly number[];
   readonly offset: number;
   readonly dtype: DType;
+  /** dynamic graphs (issue 7): dims that are size expressions (s0, 768*s0, ...) */
+  readonly shapeSym?: readonly (Sym | null)[];
 }
 
 export interface GraphNode {
@@ -72,7 +75,7 @@ export class Graph {
 
 function fmtMeta(m: TensorMeta): string {
   const short = m.dtype === 'float32' ? 'f32' : m.dtype === 'float64' ? 'f64' : m.dtype === 'int32' ? 'i32' : 'bool';
-  return `${short}[${m.shape.join(',')}]`;
+  return `${short}[${m.shape.map((d, i) => (m.shapeSym?.[i] ? symToString(m.shapeSym[i]!) : d)).join(',')}]`;
 }
 
 function fmtAttrs(n: GraphNode): string {

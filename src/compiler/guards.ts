@@ -38,19 +38,52 @@ export function argLeaves(args: readonly unknown[], names: readonly string[]): A
   return out;
 }
 
-function tensorGuards(label: string, read: () => unknown, t: Tensor): Guard[] {
+/** Dynamic dims of one tensor argument: dim -> its symbol and range (see dynamic.ts). */
+export type DynDims = ReadonlyMap<number, { readonly sym: number; readonly name: string; readonly min: number; readonly max: number }>;
+
+/** The size change behind the last failed guard (automatic dynamic reads it). */
+export interface SizeChange { readonly path: string; readonly dim: number; readonly expected: number; readonly got: number }
+let lastChange: SizeChange | null = null;
+export function lastSizeChange(): SizeChange | null {
+  return lastChange;
+}
+// values of the size symbols in the call being checked (dims sharing a symbol must agree)
+let symEnv: number[] = [];
+
+function tensorGuards(label: string, read: () => unknown, t: Tensor, path?: string, dyn?: DynDims): Guard[] {
   const shape = [...t.shape], strides = [...t.strides], offset = t.offset, dtype = t.dtype, backend = t.backendName, rg = t.requiresGrad;
+  const shapeText = dyn ? `[${shape.map((s, d) => dyn.get(d)?.name ?? String(s)).join(', ')}]` : fmtShape(shape);
+  const ranges = dyn ? [...dyn.values()].map((r) => `${r.min} <= ${r.name}${r.max < Number.MAX_SAFE_INTEGER ? ` <= ${r.max}` : ''}`) : [];
   return [{
-    text: `${label}: ${dtype}${fmtShape(shape)} strides ${fmtShape(strides)}${offset ? ` offset ${offset}` : ''} on ${backend}${rg ? ', requiresGrad' : ''}`,
+    text: dyn
+      ? `${label}: ${dtype}${shapeText} contiguous (${[...new Set(ranges)].join(', ')}) on ${backend}${rg ? ', requiresGrad' : ''}`
+      : `${label}: ${dtype}${fmtShape(shape)} strides ${fmtShape(strides)}${offset ? ` offset ${offset}` : ''} on ${backend}${rg ? ', requiresGrad' : ''}`,
     check: () => {
       const v = read();
       if (!(v instanceof Tensor)) return `${label} is no longer a tensor`;
       if (v.isDisposed) return `${label} was disposed`;
       if (v.ndim !== shape.length) return `${label} rank changed: expected ${shape.length}, got ${v.ndim}`;
-      for (let d = 0; d < shape.length; d++) if (v.shape[d] !== shape[d]) return `${label} dim ${d} changed: expected ${shape[d]}, got ${v.shape[d]}`;
+      for (let d = 0; d < shape.length; d++) {
+        const sd = dyn?.get(d);
+        const got = v.shape[d]!;
+        if (sd) {
+          // 0 and 1 were never assumed: the trace took this dim as a general size
+          if (got < sd.min || got > sd.max) return `${label} dim ${d} = ${got} is outside the range the dynamic trace assumed for ${sd.name} (${sd.min}..${sd.max < Number.MAX_SAFE_INTEGER ? sd.max : 'inf'})${got <= 1 ? '; sizes 0 and 1 are specialized (0/1 specialization)' : ''}`;
+          const prev = symEnv[sd.sym];
+          if (prev === undefined) symEnv[sd.sym] = got;
+          else if (prev !== got) return `${label} dim ${d} = ${got} but ${sd.name} = ${prev} from another dim (the trace assumed they are equal)`;
+          continue;
+        }
+        if (got !== shape[d]) {
+          if (path !== undefined) lastChange = { path, dim: d, expected: shape[d]!, got };
+          return `${label} dim ${d} changed: expected ${shape[d]}, got ${got}`;
+        }
+      }
       if (v.dtype !== dtype) return `${label} dtype changed: expected ${dtype}, got ${v.dtype}`;
-      for (let d = 0; d < strides.length; d++) if (v.strides[d] !== strides[d] && shape[d] !== 1) return `${label} strides changed: expected ${fmtShape(strides)}, got ${fmtShape(v.strides)}`;
-      if (v.offset !== offset) return `${label} storage offset changed: expected ${offset}, got ${v.offset}`;
+      if (dyn) {
+        if (!v.isContiguous || v.offset !== 0) return `${label} is not contiguous (the dynamic trace assumed a contiguous layout)`;
+      } else for (let d = 0; d < strides.length; d++) if (v.strides[d] !== strides[d] && shape[d] !== 1) return `${label} strides changed: expected ${fmtShape(strides)}, got ${fmtShape(v.strides)}`;
+      if (!dyn && v.offset !== offset) return `${label} storage offset changed: expected ${offset}, got ${v.offset}`;
       if (v.backendName !== backend) return `${label} backend changed: expected ${backend}, got ${v.backendName}`;
       if (v.requiresGrad !== rg) return `${label} requiresGrad changed: expected ${rg}, got ${v.requiresGrad}`;
       return null;
@@ -59,12 +92,12 @@ function tensorGuards(label: string, read: () => unknown, t: Tensor): Guard[] {
 }
 
 /** Guards on the arguments, captured tensors, grad mode and module training flags. */
-export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; constructor: { name: string } }[]): Guard[] {
+export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; constructor: { name: string } }[], dynamic?: ReadonlyMap<string, DynDims>): Guard[] {
   const guards: Guard[] = [];
   for (const leaf of argLeaves(args, names)) {
     const v = leaf.value;
     if (v instanceof Tensor) {
-      guards.push(...tensorGuards(`arg ${leaf.path}`, () => leaf.read(currentArgs), v));
+      guards.push(...tensorGuards(`arg ${leaf.path}`, () => leaf.read(currentArgs), v, leaf.path, dynamic?.get(leaf.path)));
     } else if (typeof v === 'object' && v !== null && ('arrayLength' in v || 'keys' in v)) {
       const want = JSON.stringify(v);
       guards.push({
@@ -113,11 +146,27 @@ let currentArgs: readonly unknown[] = [];
 /** The first failing guard's reason, or null when every guard holds. */
 export function checkGuards(guards: readonly Guard[], args: readonly unknown[]): string | null {
   currentArgs = args;
+  lastChange = null;
+  symEnv = [];
   for (const g of guards) {
     const r = g.check(args);
     if (r) return r;
   }
   return null;
+}
+
+/** Every size change the guards see in this call (all tensors, not only the first failing one). */
+export function allSizeChanges(guards: readonly Guard[], args: readonly unknown[]): SizeChange[] {
+  const out: SizeChange[] = [];
+  currentArgs = args;
+  for (const g of guards) {
+    lastChange = null;
+    symEnv = [];
+    g.check(args);
+    if (lastChange) out.push(lastChange);
+  }
+  lastChange = null;
+  return out;
 }
 
 /** Parameter names of a function, for readable guard and recompile messages. */

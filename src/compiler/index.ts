@@ -5,14 +5,18 @@ import { runtime } from '../ops/dispatch.js';
 import { CompiledFunction, resetCompiled, setStance, getStance, type CompileOptions } from './compile.js';
 import { resetStats } from './stats.js';
 import { Tracer } from './tracer.js';
+import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
 
 export { explain, type ExplainResult } from './explain.js';
 export { stats, type CompilerStats } from './stats.js';
 export { customOp, type CustomOpDef } from './custom-op.js';
+export { markDynamic, markStatic } from './dynamic.js';
+export type { BucketSpec } from './bucket.js';
 export { GraphBreakError, RecompileError } from './errors.js';
 export type { CompileOptions, CompileMode, Stance } from './compile.js';
 export { setLogs, LOG_CHANNELS } from './logs.js';
 export { setDebugDir } from './debug-dir.js';
+export type { WarmupSpec, WarmupReport, WarmupEntryReport } from './cache/warmup.js';
 export { printGraph, type Graph } from './graph.js';
 
 interface ModuleLike {
@@ -25,12 +29,16 @@ interface ModuleLike {
 export type Compiled<F extends (...args: never[]) => unknown> = F & {
   /** the compiler state (entries, last report) */
   readonly compiled: CompiledFunction;
+  /** compiles ahead for example inputs or declared shapes, and reports what it did (src/compiler/cache/warmup.ts) */
+  warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
 };
 
 export type CompiledModule<M extends ModuleLike> = ((...args: Parameters<M['forward']>) => ReturnType<M['forward']>) & {
   readonly module: M;
   readonly compiled: CompiledFunction;
   forward(...args: Parameters<M['forward']>): ReturnType<M['forward']>;
+  /** compiles ahead for example inputs or declared shapes, and reports what it did (src/compiler/cache/warmup.ts) */
+  warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
 };
 
 function isModuleLike(x: unknown): x is ModuleLike {
@@ -45,13 +53,13 @@ export function compile(target: unknown, opts: CompileOptions = {}): unknown {
     const m = target;
     const cf = new CompiledFunction((...a: unknown[]) => m.forward(...a), opts, m as never);
     const call = (...args: unknown[]) => cf.call(args);
-    return Object.assign(call, { module: m, compiled: cf, forward: call });
+    return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => warmup(cf.name, call, s) });
   }
   if (typeof target !== 'function') throw new ArgumentError(`compile expects a function or a module, got ${typeof target}`, 'compile');
   const cf = new CompiledFunction(target as (...a: unknown[]) => unknown, opts);
   const call = (...args: unknown[]) => cf.call(args);
   Object.defineProperty(call, 'name', { value: `compiled ${cf.name}` });
-  return Object.assign(call, { compiled: cf });
+  return Object.assign(call, { compiled: cf, warmup: (s: WarmupSpec) => warmup(cf.name, call, s) });
 }
 
 const DISABLED = Symbol('kiln.disabled');

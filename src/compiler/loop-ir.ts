@@ -5,16 +5,34 @@
 import type { DType } from '../core/dtype.js';
 import type { ReduceOp } from '../backend/kernel-spec.js';
 import type { ScalarOp } from '../backend/scalar-expr.js';
+import type { Sym } from './symbolic.js';
+import { specializeTree } from './dynamic-unify.js';
+import { symToString } from './symbolic.js';
+
+// Dynamic shapes (issue 7): a kernel of a dynamic program carries, next to any number that
+// depends on a size, an optional `<field>Sym` (a polynomial in the size symbols s0, s1, ...;
+// see dynamic-unify.ts). The number itself then holds the value at hint sizes, used only for
+// keys and `!== 0` tests. Static kernels have none of these fields and look exactly as before.
+// Renderers that do not read symbols run `specializeKernel(kernel, sizes)`.
 
 /** o + sum_v c[v] * var_v: a flat element offset (or one dim's index) as a function of the loop vars. */
 export interface Affine {
   readonly c: readonly number[];
   readonly o: number;
+  /** dynamic kernels: coefficients / offset that depend on sizes */
+  readonly cSym?: readonly (Sym | null)[];
+  readonly oSym?: Sym;
+}
+
+/** Where a dynamic kernel reads its sizes at call time: buffer `buf` holds s0, s1, ... (float64). */
+export interface KernelSizes {
+  readonly buf: number;
+  readonly count: number;
 }
 
 export type LExpr =
   | { readonly k: 'load'; readonly buf: number; readonly at: Affine; readonly dtype: DType }
-  | { readonly k: 'const'; readonly v: number }
+  | { readonly k: 'const'; readonly v: number; readonly vSym?: Sym }
   | { readonly k: 'op'; readonly op: ScalarOp; readonly a: readonly LExpr[]; readonly dtype: DType }
   | { readonly k: 'cast'; readonly a: LExpr; readonly dtype: DType }
   /** a value computed earlier in the same loop body */
@@ -52,7 +70,7 @@ export interface Reduction {
    *  - 'welford': this is sum((v - sum/n)^2) over the values v the previous sum reduces
    *    (Welford's running mean and squared deviations).
    */
-  online?: { readonly kind: 'softmax'; readonly shift: LExpr } | { readonly kind: 'welford'; readonly n: number } | { readonly kind: 'sibling' };
+  online?: { readonly kind: 'softmax'; readonly shift: LExpr } | { readonly kind: 'welford'; readonly n: number; readonly nSym?: Sym } | { readonly kind: 'sibling' };
 }
 
 export interface PointwiseKernel {
@@ -61,6 +79,8 @@ export interface PointwiseKernel {
   readonly shape: readonly number[];
   readonly body: Stmt[];
   readonly stores: Store[];
+  readonly shapeSym?: readonly (Sym | null)[];
+  sizes?: KernelSizes;
 }
 
 /** Reductions over the inner dims of each outer index, then an epilogue per row and per element. */
@@ -76,6 +96,9 @@ export interface RowKernel {
   /** per element of the row, after the reductions (vars: outer + inner) */
   readonly rowBody: Stmt[];
   readonly rowStores: Store[];
+  readonly outerSym?: readonly (Sym | null)[];
+  readonly innerSym?: readonly (Sym | null)[];
+  sizes?: KernelSizes;
 }
 
 export interface MatmulOperand {
@@ -85,6 +108,8 @@ export interface MatmulOperand {
   /** element stride along the row (m or k) and column (k or n) */
   readonly sRow: number;
   readonly sCol: number;
+  readonly sRowSym?: Sym;
+  readonly sColSym?: Sym;
 }
 
 /** C = A·B with a fused epilogue; epilogue vars are batch..., i, j. */
@@ -102,6 +127,11 @@ export interface MatmulKernel {
   readonly stores: Store[];
   /** cache blocking chosen by max-autotune (default blocking when absent) */
   tiles?: { readonly kc: number; readonly mc: number; readonly nc: number };
+  readonly batchSym?: readonly (Sym | null)[];
+  readonly mSym?: Sym;
+  readonly nSym?: Sym;
+  readonly kSym?: Sym;
+  sizes?: KernelSizes;
 }
 
 /**
@@ -112,6 +142,7 @@ export interface GroupKernel {
   readonly kind: 'group';
   readonly name: string;
   readonly parts: readonly PointwiseKernel[];
+  sizes?: KernelSizes;
 }
 
 export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel | GroupKernel;
@@ -142,15 +173,20 @@ export function kernelWork(k: LoopKernel): number {
 // ---- printer ----
 
 function fmtAffine(a: Affine, names: readonly string[]): string {
-  const terms = a.c.map((c, v) => (c === 0 ? '' : c === 1 ? names[v]! : `${c}*${names[v]}`)).filter(Boolean);
-  if (a.o !== 0 || terms.length === 0) terms.push(String(a.o));
+  const terms = a.c.map((c, v) => (c === 0 ? '' : a.cSym?.[v] ? `(${symToString(a.cSym[v]!)})*${names[v]}` : c === 1 ? names[v]! : `${c}*${names[v]}`)).filter(Boolean);
+  if (a.oSym) terms.push(symToString(a.oSym));
+  else if (a.o !== 0 || terms.length === 0) terms.push(String(a.o));
   return terms.join(' + ');
 }
+
+/** Sizes as text, symbolic where a dynamic kernel has symbols. */
+const dims = (xs: readonly number[], sym?: readonly (Sym | null)[]): string => xs.map((x, i) => (sym?.[i] ? symToString(sym[i]!) : String(x))).join(', ');
+const one = (x: number, sym?: Sym): string => (sym ? symToString(sym) : String(x));
 
 export function fmtExpr(e: LExpr, names: readonly string[]): string {
   switch (e.k) {
     case 'load': return `buf${e.buf}[${fmtAffine(e.at, names)}]`;
-    case 'const': return String(e.v);
+    case 'const': return e.vSym ? symToString(e.vSym) : String(e.v);
     case 'tmp': return `t${e.id}`;
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';
@@ -175,11 +211,11 @@ export function printKernel(k: LoopKernel): string {
     for (const p of k.parts) L.push(...printKernel(p).split('\n').map((l) => `  ${l}`));
   } else if (k.kind === 'pointwise') {
     const names = k.shape.map((_, d) => `i${d}`);
-    L.push(`kernel ${k.name}: pointwise over [${k.shape.join(', ')}]`);
+    L.push(`kernel ${k.name}: pointwise over [${dims(k.shape, k.shapeSym)}]`);
     L.push(...fmtStmts(k.body, names, '  '), ...fmtStores(k.stores, names, '  '));
   } else if (k.kind === 'row') {
     const names = [...k.outer.map((_, d) => `o${d}`), ...k.inner.map((_, d) => `r${d}`)];
-    L.push(`kernel ${k.name}: row reduction, outer [${k.outer.join(', ')}] x inner [${k.inner.join(', ')}]`);
+    L.push(`kernel ${k.name}: row reduction, outer [${dims(k.outer, k.outerSym)}] x inner [${dims(k.inner, k.innerSym)}]`);
     for (const r of k.reductions) {
       if (r.online && r.online.kind !== 'sibling') {
         L.push(`  r${r.id} = ${r.online.kind === 'softmax' ? `sum of exp(v - ${fmtExpr(r.online.shift, names)}) with the max above, online (same pass)` : 'sum of squared deviations from the mean, Welford (same pass)'}   (%${r.node})`);
@@ -197,7 +233,7 @@ export function printKernel(k: LoopKernel): string {
     if (k.rowBody.length || k.rowStores.length) L.push('  per element:', ...fmtStmts(k.rowBody, names, '    '), ...fmtStores(k.rowStores, names, '    '));
   } else {
     const names = [...k.batch.map((_, d) => `b${d}`), 'i', 'j'];
-    L.push(`kernel ${k.name}: matmul [${k.batch.join(', ')}${k.batch.length ? ', ' : ''}${k.m}x${k.k}] @ [${k.k}x${k.n}] ${k.dtype}`);
+    L.push(`kernel ${k.name}: matmul [${dims(k.batch, k.batchSym)}${k.batch.length ? ', ' : ''}${one(k.m, k.mSym)}x${one(k.k, k.kSym)}] @ [${one(k.k, k.kSym)}x${one(k.n, k.nSym)}] ${k.dtype}`);
     L.push(`  A = buf${k.a.buf}, B = buf${k.b.buf}${k.tiles ? `; tiles kc=${k.tiles.kc} mc=${k.tiles.mc} nc=${k.tiles.nc} (autotuned)` : ''}`);
     L.push('  epilogue:', ...fmtStmts(k.body, names, '    '), ...fmtStores(k.stores, names, '    '));
   }
@@ -231,4 +267,22 @@ export function kernelStores(k: LoopKernel): Store[] {
   if (k.kind === 'group') return k.parts.flatMap((p) => p.stores);
   if (k.kind === 'row') return [...k.outerStores, ...k.rowStores];
   return k.stores;
+}
+
+// ---- dynamic kernels ----
+
+/** Whether a kernel has sizes that are runtime values. */
+export function isDynamicKernel(k: LoopKernel): boolean {
+  return k.sizes !== undefined;
+}
+
+/**
+ * The static kernel a dynamic one is at concrete sizes (`sizes[i]` is s_i): for renderers
+ * without symbolic support (native C, wasm), which then compile one kernel per size.
+ */
+export function specializeKernel<K extends LoopKernel>(k: K, sizes: readonly number[]): K {
+  const out = specializeTree(k, sizes) as K & { sizes?: KernelSizes };
+  delete out.sizes;
+  if (out.kind === 'group') for (const p of out.parts) delete (p as { sizes?: KernelSizes }).sizes;
+  return out;
 }

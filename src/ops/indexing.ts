@@ -4,10 +4,10 @@
 import { ArgumentError, DTypeError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { normalizeDim, numel } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { apply, copyInto, view, type PrimDef, expectTensor } from './dispatch.js';
+import { apply, copyInto, view, type PrimDef, expectTensor, readContiguous } from './dispatch.js';
 import { contiguous, pad, reshape } from './movement.js';
 import * as m from './math.js';
-import { arange, zeros } from './creation.js';
+import { arange, tensor, zeros } from './creation.js';
 import { cast } from './pointwise.js';
 import { sum as reduceSum } from './reduce.js';
 
@@ -223,4 +223,33 @@ export function oneHot(index: Tensor, numClasses = -1): Tensor {
   if (n < 0) n = index.size === 0 ? 0 : Math.max(...Array.from(index.dataSync())) + 1;
   if (!Number.isInteger(n)) throw new ArgumentError(`numClasses must be an integer, got ${numClasses}`, 'oneHot');
   return cast(m.eq(reshape(index, [...index.shape, 1]), arange(n)), 'int32');
+}
+
+/**
+ * Indices of the non-zero elements of x, as int32 [count, x.ndim] (torch.nonzero). The output
+ * size depends on the data: inside kiln.compile this is a graph break (reported with its
+ * location), never a crash.
+ */
+export function nonzero(x: Tensor): Tensor {
+  expectTensor('nonzero', x, 'x');
+  const data = readContiguous(x, 'nonzero (its output size depends on the data)');
+  const nd = x.ndim;
+  const strides = x.shape.map((_, d) => x.shape.slice(d + 1).reduce((a, b) => a * b, 1));
+  const out: number[] = [];
+  for (let i = 0; i < data.length; i++) {
+    if (!data[i]) continue;
+    for (let d = 0; d < nd; d++) out.push(Math.floor(i / strides[d]!) % x.shape[d]!);
+  }
+  return tensor(Int32Array.from(out), [out.length / Math.max(nd, 1), nd], { dtype: 'int32' });
+}
+
+/** The elements of x where mask (same shape, bool) is true, as a 1-D tensor (torch.masked_select); data-dependent like nonzero. */
+export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
+  expectTensor('maskedSelect', x, 'x');
+  expectTensor('maskedSelect', mask, 'mask');
+  if (mask.shape.length !== x.shape.length || mask.shape.some((s, d) => s !== x.shape[d])) throw new ShapeError(`mask ${fmtShape(mask.shape)} must have the shape of x ${fmtShape(x.shape)}`, 'maskedSelect', 'expand the mask first');
+  const data = readContiguous(mask, 'maskedSelect (its output size depends on the mask)');
+  const idx: number[] = [];
+  for (let i = 0; i < data.length; i++) if (data[i]) idx.push(i);
+  return indexSelect(reshape(x, [numel(x.shape)]), 0, tensor(Int32Array.from(idx), [idx.length], { dtype: 'int32' }));
 }

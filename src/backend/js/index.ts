@@ -170,7 +170,7 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
       };
     case 'loop': {
       if (spec.kernel.kind === 'group') return groupRunner(spec.kernel, spec.nBuffers);
-      const { fn, source } = compileKernel(spec.kernel, spec.nBuffers);
+      const { fn, source } = compileKernel(spec.kernel, spec.nBuffers, loopSource(spec.kernel, spec.nBuffers));
       const extent = kernelExtent(spec.kernel);
       const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
       const used = [...new Set([...kernelStores(spec.kernel).map((st) => st.buf), ...kernelLoads(spec.kernel)])];

@@ -11,9 +11,34 @@ import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { affKey, Emitter } from '../emitter.js';
 import { createMatmul, matmul2d } from './matmul.js';
+import { symConst, symIsConst, symEval, symKey, symMul, symToCode, type Sym } from '../../compiler/symbolic.js';
 
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
 export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;
+
+// Dynamic kernels (issue 7): a number with a symbol renders as an expression of the sizes the
+// kernel reads from its sizes buffer at entry; products are hoisted into constants there, so
+// loops keep their running pointers and compare against a local, as static kernels do.
+let dyn: { hoisted: Map<string, string>; lines: string[] } | null = null;
+const symName = (i: number) => `$s${i}`;
+
+/** A number of the kernel: a literal, or (dynamic kernels) the local holding its value. */
+function num(v: number, s?: Sym | null): string {
+  if (!s || !dyn) return String(v);
+  if (symIsConst(s)) return String(symEval(s, []));
+  if (s.terms.length === 1 && s.terms[0]![0] === 1 && s.terms[0]![1].length === 1) return symName(s.terms[0]![1][0]!);
+  const key = symKey(s);
+  let name = dyn.hoisted.get(key);
+  if (!name) {
+    name = `$z${dyn.hoisted.size}`;
+    dyn.hoisted.set(key, name);
+    dyn.lines.push(`const ${name} = ${symToCode(s, symName)};`);
+  }
+  return name;
+}
+const coef = (a: Affine, v: number): string => num(a.c[v]!, a.cSym?.[v]);
+const offs = (a: Affine): string => num(a.o, a.oSym);
+const sizesOf = (xs: readonly number[], sym?: readonly (Sym | null)[]): string[] => xs.map((x, i) => num(x, sym?.[i]));
 
 
 
@@ -29,7 +54,7 @@ const FAST32: Partial<Record<string, (a: string) => string>> = {
 function expr(e: LExpr, em: Emitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
-    case 'const': return Number.isFinite(e.v) ? `(${e.v})` : e.v > 0 ? 'Infinity' : e.v < 0 ? '-Infinity' : 'NaN';
+    case 'const': return e.vSym && dyn ? `(${num(e.v, e.vSym)})` : Number.isFinite(e.v) ? `(${e.v})` : e.v > 0 ? 'Infinity' : e.v < 0 ? '-Infinity' : 'NaN';
     case 'tmp': return (e as { name?: string }).name ?? `t${e.id}`;
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';
@@ -57,11 +82,11 @@ function affinesOf(stmts: readonly Stmt[], stores: readonly Store[]): Affine[] {
  * Nested loops over `vars` (sizes given), keeping a running pointer per affine. Pointers start
  * from `start(a)` (an outer pointer or a constant) and advance by the affine's coefficient.
  */
-function nest(em: Emitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, ranged = false): void {
+function nest(em: Emitter, vars: readonly number[], sizes: readonly string[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, ranged = false): void {
   const names = affs.map(() => em.fresh('p'));
   // a ranged nest runs its outermost loop over [lo, hi) only (one thread's share)
   const first = ranged && vars.length > 0 ? vars[0]! : -1;
-  affs.forEach((a, i) => em.emit(`let ${names[i]}_0 = ${start(a)}${first >= 0 && a.c[first] !== 0 ? ` + ${a.c[first]} * lo` : ''};`));
+  affs.forEach((a, i) => em.emit(`let ${names[i]}_0 = ${start(a)}${first >= 0 && a.c[first] !== 0 ? ` + ${coef(a, first)} * lo` : ''};`));
   vars.forEach((v, L) => {
     em.emit(L === 0 && first >= 0 ? `for (let v${v} = lo; v${v} < hi; v${v}++) {` : `for (let v${v} = 0; v${v} < ${sizes[L]}; v${v}++) {`);
     affs.forEach((_, i) => em.emit(`let ${names[i]}_${L + 1} = ${names[i]}_${L};`));
@@ -71,7 +96,7 @@ function nest(em: Emitter, vars: readonly number[], sizes: readonly number[], af
   for (let L = vars.length - 1; L >= 0; L--) {
     affs.forEach((a, i) => {
       const c = a.c[vars[L]!]!;
-      if (c !== 0) em.emit(`${names[i]}_${L} += ${c};`);
+      if (c !== 0) em.emit(`${names[i]}_${L} += ${coef(a, vars[L]!)};`);
     });
     em.emit('}');
   }
@@ -128,9 +153,9 @@ function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emit
   const vars = k.shape.map((_, d) => d);
   const { invariant, variant } = splitInvariant(k.body);
   em.emit('{');
-  for (const st of invariant) if (st.e.k === 'load') em.setPtr(st.e.at, String(st.e.at.o));
+  for (const st of invariant) if (st.e.k === 'load') em.setPtr(st.e.at, offs(st.e.at));
   stmts(em, invariant);
-  nest(em, vars, k.shape, affinesOf(variant, k.stores), (a) => String(a.o), () => {
+  nest(em, vars, sizesOf(k.shape, k.shapeSym), affinesOf(variant, k.stores), offs, () => {
     stmts(em, variant);
     stores(em, k.stores);
   }, ranged);
@@ -147,13 +172,14 @@ function renderRow(k: RowKernel, em: Emitter): void {
   const all = new Map<string, Affine>();
   [...innerAffs, ...outerAffs].forEach((a) => all.set(affKey(a), a));
   const allAffs = [...all.values()];
-  nest(em, outerVars, k.outer, allAffs, (a) => String(a.o), () => {
+  const innerSizes = sizesOf(k.inner, k.innerSym);
+  nest(em, outerVars, sizesOf(k.outer, k.outerSym), allAffs, offs, () => {
     const outerPtr = new Map(allAffs.map((a) => [affKey(a), em.ptr(a)]));
     const fromOuter = (a: Affine) => outerPtr.get(affKey(a))!;
     k.reductions.forEach((r, ri) => {
       const next = k.reductions[ri + 1];
       if (next?.online && next.online.kind !== 'sibling') {
-        renderOnlinePair(em, r, next, innerVars, k.inner, fromOuter);
+        renderOnlinePair(em, r, next, innerVars, innerSizes, fromOuter);
         return;
       }
       if (r.online) return; // rendered with the reduction before it
@@ -166,7 +192,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
       }
       const affs = new Map<string, Affine>();
       group.forEach((g) => affinesOf(g.body, []).forEach((a) => affs.set(affKey(a), a)));
-      nest(em, innerVars, k.inner, [...affs.values()], fromOuter, () => {
+      nest(em, innerVars, innerSizes, [...affs.values()], fromOuter, () => {
         for (const g of group) {
           stmts(em, g.body);
           em.emit(accumulate(g.op, `r${g.id}a`, expr(g.value, em)));
@@ -178,7 +204,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
     stmts(em, k.outerBody);
     stores(em, k.outerStores);
     if (k.rowBody.length || k.rowStores.length) {
-      nest(em, innerVars, k.inner, affinesOf(k.rowBody, k.rowStores), fromOuter, () => {
+      nest(em, innerVars, innerSizes, affinesOf(k.rowBody, k.rowStores), fromOuter, () => {
         stmts(em, k.rowBody);
         stores(em, k.rowStores);
       });
@@ -187,7 +213,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
 }
 
 /** Two reductions in one pass: online softmax (max and rescaled sum) or Welford (sum and M2). */
-function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly number[], fromOuter: (a: Affine) => string): void {
+function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly string[], fromOuter: (a: Affine) => string): void {
   const on = r2.online as Exclude<Reduction['online'], { kind: 'sibling' } | undefined>;
   if (on.kind === 'softmax') {
     const g = (name: string) => expr(substituteRed(on.shift, r1.id, name), em);
@@ -207,7 +233,7 @@ function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: 
       em.emit(`const v = ${expr(r1.value, em)};`);
       em.emit(`wc${r1.id}++; const d = v - wm${r1.id}; wm${r1.id} += d / wc${r1.id}; w2${r2.id} += d * (v - wm${r1.id});`);
     });
-    em.emit(`const r${r1.id} = wm${r1.id} * ${on.n}, r${r2.id} = w2${r2.id};`);
+    em.emit(`const r${r1.id} = wm${r1.id} * ${num(on.n, on.nSym)}, r${r2.id} = w2${r2.id};`);
   }
 }
 
@@ -229,46 +255,63 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   const iVar = nb, jVar = nb + 1;
   const identity = (st: Store) => st.value.k === 'acc';
   const raw = k.stores.find(identity) ?? k.stores.find((st) => st.dtype === k.dtype && st.at.c[iVar] !== 0 && st.at.c[jVar] !== 0);
-  const rawAt: Affine = raw ? raw.at : { c: [...k.batch.map((_, b) => k.batch.slice(b + 1).reduce((x, y) => x * y, 1) * k.m * k.n), k.n, 1], o: 0 };
+  // sizes as symbols (constants for a static kernel)
+  const S = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
+  const bs = k.batch.map((b, i) => S(b, k.batchSym?.[i]));
+  const mS = S(k.m, k.mSym), nS = S(k.n, k.nSym);
+  const prodSym = (xs: readonly Sym[]) => xs.reduce((x, y) => symMul(x, y), symConst(1));
+  const rawAt: Affine = raw ? raw.at : (() => {
+    const cs = [...bs.map((_, b) => symMul(prodSym(bs.slice(b + 1)), symMul(mS, nS))), nS, symConst(1)];
+    return { c: cs.map((c) => symEval(c, [])), o: 0, cSym: dyn ? cs.map((c) => (symIsConst(c) ? null : c)) : undefined } as Affine;
+  })();
   const rawName = raw ? `b${raw.buf}` : 'S';
-  if (!raw) prelude.push(`const S = new Float64Array(${k.batch.reduce((x, y) => x * y, 1) * k.m * k.n});`);
+  if (!raw) {
+    const total = prodSym([...bs, mS, nS]);
+    if (dyn && !symIsConst(total)) {
+      // grows to the largest size seen (each thread has its own)
+      prelude.push('let S = new Float64Array(0);');
+      em.emit(`if (S.length < ${num(0, total)}) S = new Float64Array(${num(0, total)});`);
+    } else prelude.push(`const S = new Float64Array(${k.batch.reduce((x, y) => x * y, 1) * k.m * k.n});`);
+  }
   const epiStores = k.stores.filter((st) => !(raw && st === raw && identity(st)));
   const epiAffs = affinesOf(k.body, epiStores);
   const bases = [
-    { a: { c: k.a.base.c, o: k.a.base.o }, name: 'aB' },
-    { a: { c: k.b.base.c, o: k.b.base.o }, name: 'bB' },
+    { a: k.a.base, name: 'aB' },
+    { a: k.b.base, name: 'bB' },
     { a: rawAt, name: 'rB' },
     ...epiAffs.map((a, i) => ({ a, name: `eB${i}` })),
   ];
   // one thread's share: a range of the first batch dim, or of the rows when there is no batch
   const splitBatch = splitsBatch(k);
-  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${b.a.o}${splitBatch && b.a.c[0] !== 0 ? ` + ${b.a.c[0]} * lo` : ''};`));
+  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${offs(b.a)}${splitBatch && b.a.c[0] !== 0 ? ` + ${coef(b.a, 0)} * lo` : ''};`));
   k.batch.forEach((size, L) => {
-    em.emit(L === 0 && splitBatch ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${size}; v${L}++) {`);
+    em.emit(L === 0 && splitBatch ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${num(size, k.batchSym?.[L])}; v${L}++) {`);
     bases.forEach((b) => em.emit(`let ${b.name}_${L + 1} = ${b.name}_${L};`));
   });
   const at = (name: string) => `${name}_${nb}`;
   em.emit(`const rOff = ${at('rB')};`);
   epiAffs.forEach((_, i) => em.emit(`const eOff${i} = ${at(`eB${i}`)};`));
   const r0 = splitBatch ? '0' : 'lo';
-  const rows = splitBatch ? String(k.m) : '(hi - lo)';
+  const rows = splitBatch ? num(k.m, k.mSym) : '(hi - lo)';
   const mm = k.tiles ? 'mmTuned' : 'matmul2d';
   if (k.tiles) prelude.push(`const mmTuned = createMatmul(${JSON.stringify(k.tiles)});`);
-  em.emit(`${mm}({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${k.a.sRow}, sam: ${k.a.sRow}, sak: ${k.a.sCol}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${k.b.sRow}, sbn: ${k.b.sCol}, c: ${rawName}, cOff: rOff + ${r0} * ${rawAt.c[iVar]}, scm: ${rawAt.c[iVar]}, scn: ${rawAt.c[jVar]}, m: ${rows}, n: ${k.n}, k: ${k.k} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
+  const sam = num(k.a.sRow, k.a.sRowSym), sak = num(k.a.sCol, k.a.sColSym), sbk = num(k.b.sRow, k.b.sRowSym), sbn = num(k.b.sCol, k.b.sColSym);
+  const rI = coef(rawAt, iVar), rJ = coef(rawAt, jVar);
+  em.emit(`${mm}({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${sam}, sam: ${sam}, sak: ${sak}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${sbk}, sbn: ${sbn}, c: ${rawName}, cOff: rOff + ${r0} * ${rI}, scm: ${rI}, scn: ${rJ}, m: ${rows}, n: ${num(k.n, k.nSym)}, k: ${num(k.k, k.kSym)} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
   if (k.body.length || epiStores.length) {
     em.emit(`for (let i = ${r0} + i0; i < ${r0} + i0 + mc; i++) {`);
-    em.emit(`let pr = rOff + ${rawAt.c[iVar]} * i + ${rawAt.c[jVar]} * j0;`);
+    em.emit(`let pr = rOff + ${rI} * i + ${rJ} * j0;`);
     epiAffs.forEach((a, idx) => {
-      em.emit(`let pe${idx} = eOff${idx} + ${a.c[iVar]} * i + ${a.c[jVar]} * j0;`);
+      em.emit(`let pe${idx} = eOff${idx} + ${coef(a, iVar)} * i + ${coef(a, jVar)} * j0;`);
       em.setPtr(a, `pe${idx}`);
     });
     em.emit('for (let j = j0; j < j0 + nc; j++) {');
     em.emit(`const acc = ${rawName}[pr];`);
     stmts(em, k.body);
     stores(em, epiStores);
-    em.emit(`pr += ${rawAt.c[jVar]};`);
+    em.emit(`pr += ${rJ};`);
     epiAffs.forEach((a, idx) => {
-      if (a.c[jVar] !== 0) em.emit(`pe${idx} += ${a.c[jVar]};`);
+      if (a.c[jVar] !== 0) em.emit(`pe${idx} += ${coef(a, jVar)};`);
     });
     em.emit('}');
     em.emit('}');
@@ -277,7 +320,7 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   for (let L = nb - 1; L >= 0; L--) {
     bases.forEach((b) => {
       const c = b.a.c[L]!;
-      if (c !== 0) em.emit(`${b.name}_${L} += ${c};`);
+      if (c !== 0) em.emit(`${b.name}_${L} += ${coef(b.a, L)};`);
     });
     em.emit('}');
   }
@@ -287,10 +330,17 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
 export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
   const em = new Emitter();
   const prelude: string[] = [];
-  if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
-  else if (k.kind === 'pointwise') renderPointwise(k, em);
-  else if (k.kind === 'row') renderRow(k, em);
-  else renderMatmul(k, em, prelude);
+  // a dynamic kernel reads its sizes first (buffer k.sizes.buf), then the hoisted products
+  dyn = k.sizes ? { hoisted: new Map(), lines: [] } : null;
+  try {
+    if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
+    else if (k.kind === 'pointwise') renderPointwise(k, em);
+    else if (k.kind === 'row') renderRow(k, em);
+    else renderMatmul(k, em, prelude);
+  } finally {
+    if (dyn && k.sizes) em.lines.unshift(...Array.from({ length: k.sizes.count }, (_, i) => `const ${symName(i)} = b${k.sizes!.buf}[${i}];`), ...dyn.lines);
+    dyn = null;
+  }
   const params = [...Array.from({ length: nBuffers }, (_, i) => `b${i}`), 'lo', 'hi'];
   const fn = `function ${k.name}(${params.join(', ')}) {\n  ${em.lines.join('\n  ')}\n}`;
   return prelude.length ? `(() => {\n  ${prelude.join('\n  ')}\n  return ${fn};\n})()` : fn;
@@ -299,8 +349,7 @@ export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
 const cache = new Map<string, LoopFn>();
 
 /** Compiles a kernel to a function over the program's buffer list (cached by source). */
-export function compileKernel(k: LoopKernel, nBuffers: number): { fn: LoopFn; source: string } {
-  const source = renderKernelSource(k, nBuffers);
+export function compileKernel(k: LoopKernel, nBuffers: number, source = renderKernelSource(k, nBuffers)): { fn: LoopFn; source: string } {
   let fn = cache.get(source);
   if (!fn) {
     const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', 'createMatmul', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d, createMatmul) as (...b: (TypedArray | number)[]) => void;

@@ -1,0 +1,130 @@
+// Cold start: time to the first result in a fresh process, for W2, W6 and W7
+// (bench/workloads/), per backend (js; native and wasm where registered and available):
+//   cold      empty cache folder: trace, lower, generate code (native: run the C compiler), run
+//   warm      the same folder again: the persistent compile cache (W7: tracing skipped, captures
+//             bound by name; W2/W6 are training steps: traced, program and code from the cache)
+//   artifact  kiln.load of a kiln.export'ed file (W7 only: artifacts hold inference functions)
+// Each phase is its own `node --import tsx` process. Reported per row: the first compiled call
+// (ms, inside the process), the time from process start to that first result, and the
+// steady-state ms per call (median of the calls after it). Bar, per row of warm and artifact:
+// first call <= 2 x steady + 100 ms.
+//
+// Run:  npx tsx bench/coldstart.ts [--only=W7] [--backends=js,native] [--iters=3] [--out=bench/results/coldstart.json]
+
+import { spawnSync } from 'node:child_process';
+import type * as Kiln from 'kiln';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { finishMachineInfo, fmtMs, intArg, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
+
+interface ChildOut {
+  firstMs: number;
+  sinceStartMs: number;
+  steadyMs: number;
+  cache: Record<string, number>;
+  traced: number;
+  note?: string;
+}
+
+const SELF = fileURLToPath(import.meta.url);
+
+async function child(spec: { id: string; backend: string; phase: string; artifact?: string; iters: number }): Promise<void> {
+  const kiln = await import('kiln');
+  const kilnNode = await import('kiln/node');
+  const { workload } = await import('./workloads/index.js');
+  const w = workload(spec.id);
+  const inst = w.setup({});
+  const infer = w.kind === 'inference';
+  const captures = Object.fromEntries(inst.params.filter((p) => p.name).map((p) => [p.name!, p]));
+  let call: (...a: Kiln.Tensor[]) => Kiln.Tensor;
+  if (spec.phase === 'export') {
+    kiln.noGrad(() => kilnNode.export(inst.fn as never, inst.inputs, spec.artifact!, { backends: [spec.backend], captures }));
+    process.stdout.write(JSON.stringify({ firstMs: 0, sinceStartMs: 0, steadyMs: 0, cache: {}, traced: 0 }) + '\n');
+    return;
+  }
+  if (spec.phase === 'artifact') call = kilnNode.load(spec.artifact!, { backend: spec.backend }) as never;
+  else call = kiln.compile(inst.fn, { backend: spec.backend, ...(infer ? { captures } : {}) });
+  const once = () => {
+    const t0 = performance.now();
+    const f = () => kiln.scope(() => {
+      call(...inst.inputs).dataSync();
+      return undefined;
+    });
+    if (infer) kiln.noGrad(f);
+    else f();
+    return performance.now() - t0;
+  };
+  const firstMs = once();
+  const sinceStartMs = performance.now();
+  const steady: number[] = [];
+  for (let i = 0; i < spec.iters; i++) steady.push(once());
+  steady.sort((a, b) => a - b);
+  const s = kiln.stats();
+  process.stdout.write(JSON.stringify({ firstMs, sinceStartMs, steadyMs: steady[steady.length >> 1]!, cache: s.cache, traced: s.cacheMisses }) + '\n');
+}
+
+function runChild(dir: string, spec: object): ChildOut {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', SELF, '--child', JSON.stringify(spec)], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: dir }, timeout: 600_000, maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`child ${JSON.stringify(spec)} failed:\n${r.stderr.slice(-3000)}`);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as ChildOut;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const iters = intArg(args, 'iters', 3);
+  const only = (args.get('only') ?? 'W2,W6,W7').split(',').map((s) => s.trim().toUpperCase());
+  const kilnNode = await import('kiln/node');
+  const { registeredKernelBackends } = await import('../src/compiler/backend-choice.js');
+  const wanted = args.get('backends')?.split(',') ?? ['js', 'native', 'wasm'];
+  const backends: { name: string; skip: string | null }[] = wanted.map((name) => {
+    if (name === 'js') return { name, skip: null };
+    if (!registeredKernelBackends().includes(name)) return { name, skip: `${name} backend not registered` };
+    if (name === 'native') return { name, skip: kilnNode.nativeUnavailableReason() };
+    return { name, skip: null };
+  });
+  const machine = machineInfo();
+  const rows: Record<string, unknown>[] = [];
+  const table: string[][] = [];
+  for (const id of only) {
+    for (const b of backends) {
+      if (b.skip) {
+        rows.push({ workload: id, backend: b.name, skipped: b.skip });
+        table.push([id, b.name, '-', '-', '-', '-', `skipped: ${b.skip}`]);
+        continue;
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'kiln-coldstart-'));
+      try {
+        const phases: [string, ChildOut | string][] = [];
+        phases.push(['cold', runChild(dir, { id, backend: b.name, phase: 'cold', iters })]);
+        phases.push(['warm', runChild(dir, { id, backend: b.name, phase: 'warm', iters })]);
+        if (id === 'W7') {
+          const artifact = join(dir, 'w7.kiln');
+          runChild(join(dir, 'export'), { id, backend: b.name, phase: 'export', artifact, iters });
+          phases.push(['artifact', runChild(join(dir, 'fresh'), { id, backend: b.name, phase: 'artifact', artifact, iters })]);
+        } else phases.push(['artifact', 'n/a: training step (artifacts hold inference functions)']);
+        for (const [phase, r] of phases) {
+          if (typeof r === 'string') {
+            rows.push({ workload: id, backend: b.name, phase, skipped: r });
+            table.push([id, b.name, phase, '-', '-', '-', r]);
+            continue;
+          }
+          const bar = 2 * r.steadyMs + 100;
+          const pass = phase === 'cold' ? null : r.firstMs <= bar;
+          rows.push({ workload: id, backend: b.name, phase, ...r, barMs: bar, pass });
+          const how = phase === 'cold' ? 'traced + compiled' : phase === 'artifact' ? 'no tracing' : r.cache.traceSkips ? 'tracing skipped' : r.cache.hits ? 'traced, program cached' : 'MISS';
+          table.push([id, b.name, phase, fmtMs(r.firstMs), fmtMs(r.sinceStartMs), fmtMs(r.steadyMs), `${how}${pass === null ? '' : pass ? ` PASS (<= ${fmtMs(bar)})` : ` FAIL (> ${fmtMs(bar)})`}`]);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  }
+  printTable(['workload', 'backend', 'phase', 'first call', 'process start -> first result', 'steady/call', 'how / bar: first <= 2x steady + 100 ms'], table, 3);
+  writeJson(args.get('out') ?? 'bench/results/coldstart.json', { benchmark: 'coldstart', command: process.argv.slice(1).join(' '), machine: finishMachineInfo(machine), iters, bar: 'warm cache or artifact first call <= 2 x steady-state + 100 ms', rows });
+}
+
+const ci = process.argv.indexOf('--child');
+if (ci >= 0) await child(JSON.parse(process.argv[ci + 1]!));
+else await main();

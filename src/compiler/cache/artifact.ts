@@ -1,0 +1,300 @@
+// Ahead-of-time artifacts (Node): kiln.export(fn, exampleInputs, path) compiles fn for the
+// example inputs on each requested backend and writes one self-contained file (container.ts):
+// the optimized graph with its inputs named, the result's shape, per backend the lowered
+// program and its generated code (JS sources; native: the shared libraries' bytes), the build
+// environment, and optionally the captured weights. kiln.load(path) returns a callable that
+// runs it with no tracing and, when the backend and toolchain match, no code generation
+// (native libraries are put into this machine's native cache under their own keys); without
+// weights, load(path, { params: module or stateDict }) binds them by state-dict name.
+// An artifact from another kiln version fails with an ArtifactError saying what differs.
+
+import { basename, join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import type { DType, TypedArray } from '../../core/dtype.js';
+import { ArgumentError, KilnError } from '../../core/errors.js';
+import { readContiguous, runtime } from '../../ops/dispatch.js';
+import { tensor } from '../../ops/creation.js';
+import { contiguousStrides } from '../../core/shape.js';
+import { Tensor } from '../../tensor/tensor.js';
+import { keep } from '../../tensor/scope.js';
+import { cacheDir as nativeCacheDir } from '../../backend/native/toolchain.js';
+import { compile } from '../index.js';
+import type { CompileOptions } from '../compile.js';
+import { resolveKernelBackend } from '../backend-choice.js';
+import { FusedProgram } from '../fused-program.js';
+import { interpret } from '../program.js';
+import { argLeaves } from '../guards.js';
+import type { Graph } from '../graph.js';
+import { log } from '../logs.js';
+import { ContainerError, decodeContainer, encodeContainer, readHeader } from './container.js';
+import { buildEnvironment, describeEnvironment, kilnVersion, type BuildEnvironment } from './environment.js';
+import { ArtifactError } from './errors.js';
+import { loopSpecs } from './program-cache.js';
+import { Blobs, decodeGraph, decodeLowered, decodeValue, encodeGraph, encodeLowered, encodeValue, NotStorable, type StoredGraph, type StoredLowered } from './serialize.js';
+
+interface ModuleLike {
+  forward(...args: unknown[]): unknown;
+  namedParameters?(): [string, Tensor][];
+  namedBuffers?(): [string, Tensor][];
+  stateDict?(): Record<string, Tensor>;
+}
+
+export interface ExportOptions {
+  /** store the captured tensors' values (default true); false: load(path, { params }) supplies them */
+  weights?: boolean;
+  /** backends to build for (default ['js']); each compiles and runs fn once on the inputs */
+  backends?: string[];
+  /** captured tensors by name, for functions (modules use their state-dict names) */
+  captures?: Record<string, Tensor>;
+  /** compile options for every backend (mode, ...) */
+  compile?: Omit<CompileOptions, 'backend'>;
+}
+
+export interface LoadOptions {
+  /** weights for an artifact exported without them: a module or a { name: Tensor } state dict */
+  params?: ModuleLike | Record<string, Tensor>;
+  /** which stored backend to run (default: the first stored one that can run here) */
+  backend?: string;
+}
+
+interface StoredCapture {
+  name: string;
+  dtype: DType;
+  shape: number[];
+  /** blob index of the data (weights: true) */
+  data?: number;
+}
+
+interface StoredArtifact {
+  name: string;
+  argNames: string[];
+  graph: StoredGraph;
+  resultTemplate: unknown;
+  autogradOutputs: boolean;
+  captures: StoredCapture[];
+  programs: { backend: string; lowered: StoredLowered; code: unknown; libs: { name: string; blob: number }[] }[];
+}
+
+export interface LoadedArtifact {
+  (...args: unknown[]): unknown;
+  /** which backend runs, where the artifact was built, whether it carried weights */
+  readonly artifact: { readonly backend: string; readonly builtBy: string; readonly weights: boolean; readonly codegen: boolean };
+}
+
+function captureNames(target: unknown, opts: ExportOptions): Map<Tensor, string> {
+  const names = new Map<Tensor, string>();
+  const m = target as ModuleLike;
+  const add = (n: string, t: Tensor) => {
+    if (!names.has(t)) names.set(t, n);
+  };
+  if (typeof m === 'object' && m.namedParameters) for (const [n, t] of [...m.namedParameters(), ...(m.namedBuffers?.() ?? [])]) add(n, t);
+  for (const [n, t] of Object.entries(opts.captures ?? {})) add(n, t);
+  return names;
+}
+
+/** kiln.export: writes a self-contained artifact for fn (or a module) on these example inputs. */
+export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike, exampleInputs: readonly unknown[], path: string, opts: ExportOptions = {}): { path: string; bytes: number; backends: string[] } {
+  const backends = opts.backends ?? ['js'];
+  const weights = opts.weights ?? true;
+  const names = captureNames(target, opts);
+  const blobs = new Blobs();
+  let stored: Omit<StoredArtifact, 'programs'> | null = null;
+  const programs: StoredArtifact['programs'] = [];
+  for (const backend of backends) {
+    const c = compile(target as never, { ...opts.compile, backend, cache: opts.compile?.cache }) as unknown as { (...a: unknown[]): unknown; compiled: import('../compile.js').CompiledFunction };
+    const result = c(...exampleInputs);
+    disposeResult(result);
+    const e = c.compiled.compiledEntries.at(-1);
+    if (!e) throw new ArgumentError(`${c.compiled.name} did not produce a replayable entry on ${backend} (see KILN_LOGS=recompiles)`, 'kiln.export', 'export functions that do not create state on their first call');
+    if (e.retrace) throw new ArgumentError(`${c.compiled.name} has graph breaks`, 'kiln.export', 'an artifact holds one graph: remove the breaks (fullgraph: true shows where)');
+    if (e.gradLeaves.length > 0 || e.graph.gradEffects.length > 0) throw new ArgumentError(`${c.compiled.name} writes gradients (a training step)`, 'kiln.export', 'export inference functions; train, then export the model');
+    if (!(e.program instanceof FusedProgram)) throw new ArgumentError(`${c.compiled.name} did not compile to a fused program on ${backend}`, 'kiln.export', 'see KILN_LOGS=fusion');
+    if (!stored) {
+      const captures: StoredCapture[] = [];
+      const seen = new Set<string>();
+      const nameOf = (t: Tensor): string | null => {
+        const n = names.get(t) ?? t.name ?? null;
+        if (n === null) return null;
+        if (!seen.has(n)) {
+          seen.add(n);
+          const node = e.graph.inputNodes.find((x) => x.source?.kind === 'ref' && x.source.tensor === t)!;
+          const contiguous = node.meta.offset === 0 && node.meta.strides.every((s, i) => s === contiguousStrides(node.meta.shape)[i] || node.meta.shape[i] === 1);
+          if (!contiguous) throw new NotStorable(`captured ${n} is a strided view; capture a contiguous tensor`);
+          const data = weights ? readContiguous(t) : null;
+          captures.push({ name: n, dtype: t.dtype, shape: [...t.shape], ...(data ? { data: blobs.add(bytesOf(data)) } : {}) });
+        }
+        return n;
+      };
+      try {
+        stored = {
+          name: c.compiled.name, argNames: argNamesOf(target), graph: encodeGraph(e.graph, blobs, nameOf),
+          resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.autogradOutputs, captures,
+        };
+      } catch (err) {
+        if (err instanceof NotStorable) throw new ArgumentError(err.message, 'kiln.export', 'export a module, or pass { captures: model.stateDict() } (or { weights: true } with named tensors)');
+        throw err;
+      }
+    }
+    const p = e.program;
+    const code = p.kernelBackend.exportCode?.(loopSpecs(p.lowered)) ?? null;
+    const libs: { name: string; blob: number }[] = [];
+    if (p.kernelBackend.name === 'native' && code && typeof code === 'object' && Array.isArray((code as { libs?: unknown }).libs)) {
+      for (const lib of (code as { libs: string[] }).libs) libs.push({ name: basename(lib), blob: blobs.add(readFileSync(lib)) });
+    }
+    programs.push({ backend: p.kernelBackend === p.backend ? 'js' : p.kernelBackend.name, lowered: encodeLowered(p.lowered, blobs), code: p.kernelBackend.name === 'native' ? null : code, libs });
+  }
+  const env = buildEnvironment(backends.includes('native'));
+  const meta: StoredArtifact = { ...stored!, programs };
+  const buf = encodeContainer({ kind: 'artifact', kiln: env.kiln, key: `${stored!.name} for ${backends.join(', ')}`, env, backends, weights }, { meta, blobs: blobs.list });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, buf);
+  renameSync(tmp, path);
+  log('cache', `exported ${stored!.name} to ${path} (${buf.length} bytes; backends ${backends.join(', ')}; ${weights ? 'with' : 'without'} weights)`);
+  return { path, bytes: buf.length, backends };
+}
+
+function argNamesOf(target: unknown): string[] {
+  const f = typeof target === 'function' ? target : (target as ModuleLike).forward;
+  const src = Function.prototype.toString.call(f);
+  const m = /^\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(src) ?? /^[^(]*\(([^)]*)\)/.exec(src);
+  if (!m) return [];
+  return m[1]!.split(',').map((p) => p.trim().replace(/[=:].*$/, '').replace(/^\.\.\./, '').trim()).filter((p) => /^[A-Za-z_$][\w$]*$/.test(p));
+}
+
+function bytesOf(a: TypedArray): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength).slice();
+}
+
+function disposeResult(r: unknown, depth = 0): void {
+  if (r instanceof Tensor) r.dispose();
+  else if (depth < 6 && Array.isArray(r)) r.forEach((x) => disposeResult(x, depth + 1));
+  else if (depth < 6 && r && typeof r === 'object') Object.values(r).forEach((x) => disposeResult(x, depth + 1));
+}
+
+/** kiln.load: a callable running an exported artifact (see the file comment). */
+export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifact {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(path);
+  } catch (e) {
+    throw new ArtifactError(`cannot read ${path}: ${(e as Error).message}`, 'kiln.load');
+  }
+  let env: BuildEnvironment;
+  try {
+    env = readHeader(buf).header.env as BuildEnvironment;
+  } catch (e) {
+    throw new ArtifactError(`${path} is not a kiln artifact (${(e as Error).message})`, 'kiln.load', 'export it again with kiln.export');
+  }
+  const here = buildEnvironment(!!env?.native);
+  if (!env || env.kiln !== here.kiln) {
+    throw new ArtifactError(`artifact built by ${env ? describeEnvironment(env) : 'an unknown kiln'}, this is ${describeEnvironment(here)}`, 'kiln.load', `export it again with kiln ${here.kiln}, or run it with kiln ${env?.kiln ?? '?'}`);
+  }
+  let decoded: ReturnType<typeof decodeContainer>;
+  try {
+    decoded = decodeContainer(buf);
+  } catch (e) {
+    throw new ArtifactError(`${path} is corrupt (${(e as ContainerError).message})`, 'kiln.load', 'copy or export it again');
+  }
+  const a = decoded.payload.meta as StoredArtifact;
+  const blobs = decoded.payload.blobs;
+  // the backend: asked for, or the first stored one that can run here
+  let chosen = opts.backend ? a.programs.find((p) => p.backend === opts.backend) : undefined;
+  if (opts.backend && !chosen) throw new ArtifactError(`artifact has no program for backend '${opts.backend}' (it has ${a.programs.map((p) => p.backend).join(', ')})`, 'kiln.load', `export with { backends: ['${opts.backend}'] }`);
+  let kb: ReturnType<typeof resolveKernelBackend>['backend'];
+  const failures: string[] = [];
+  for (const p of chosen ? [chosen] : a.programs) {
+    try {
+      kb = resolveKernelBackend(p.backend).backend;
+      chosen = p;
+      break;
+    } catch (e) {
+      if (!(e instanceof KilnError)) throw e;
+      failures.push(`${p.backend}: ${e.detail}`);
+      if (opts.backend) throw new ArtifactError(`backend ${p.backend} cannot run here (${e.detail}); artifact built by ${describeEnvironment(env)}, this is ${describeEnvironment(here)}`, 'kiln.load');
+    }
+  }
+  if (!chosen || failures.length === a.programs.length) throw new ArtifactError(`no stored backend can run here (${failures.join('; ')})`, 'kiln.load');
+  const prog = chosen;
+  // native: the stored libraries go into this machine's native cache when the toolchain matches
+  let codegen = false;
+  if (prog.backend === 'native') {
+    if (env.native === here.native) {
+      const dir = nativeCacheDir();
+      mkdirSync(dir, { recursive: true });
+      for (const lib of prog.libs) {
+        const dst = join(dir, lib.name);
+        if (existsSync(dst)) continue;
+        const tmp = `${dst}.${process.pid}.tmp`;
+        writeFileSync(tmp, blobs[lib.blob]!);
+        renameSync(tmp, dst);
+      }
+    } else {
+      codegen = true;
+      log('cache', `${path}: built with native toolchain ${env.native ?? 'none'}, this machine has ${here.native ?? 'none'}: compiling the stored loop IR here`);
+    }
+  }
+  // captures: stored weights, or the caller's params by name
+  const params = opts.params ? paramTable(opts.params) : null;
+  const bound = new Map<string, Tensor>();
+  for (const c of a.captures) {
+    let t: Tensor | undefined;
+    if (c.data !== undefined) {
+      const T = { float32: Float32Array, float64: Float64Array, int32: Int32Array, bool: Uint8Array }[c.dtype];
+      t = keep(tensor(new T(blobs[c.data]!.slice().buffer), c.shape, { dtype: c.dtype }));
+      t.name = c.name;
+    } else {
+      t = params?.get(c.name);
+      if (!t) throw new ArtifactError(`artifact was exported without weights and ${params ? `the params given have no '${c.name}'` : 'no params were given'}`, 'kiln.load', "pass { params: model } or { params: model.stateDict() } (or export with { weights: true })");
+      if (t.dtype !== c.dtype || t.shape.length !== c.shape.length || t.shape.some((d, i) => d !== c.shape[i])) throw new ArtifactError(`param '${c.name}' is ${t.dtype}[${t.shape.join(', ')}], the artifact expects ${c.dtype}[${c.shape.join(', ')}]`, 'kiln.load', 'load the weights of the model the artifact was exported from');
+      if (!t.isContiguous) t = keep(t.contiguous());
+    }
+    bound.set(c.name, t);
+  }
+  const graph = decodeGraph(a.graph, blobs, (s) => bound.get(s.name)!);
+  const lowered = decodeLowered(prog.lowered, blobs);
+  const target = kb ?? runtime.backend;
+  if (prog.code != null) target.importCode?.(loopSpecs(lowered), prog.code);
+  const program = a.autogradOutputs ? null : new FusedProgram(lowered, runtime.backend, { kernelBackend: kb });
+  const template = decodeValue(a.resultTemplate, blobs);
+  const argInputs = graph.inputNodes.map((n) => (n.source?.kind === 'arg' ? n : null));
+  const run = (...args: unknown[]): unknown => {
+    const leaves = new Map(argLeaves(args, a.argNames).map((l) => [l.path, l.value]));
+    const inputs = graph.inputNodes.map((n, i) => {
+      const src = n.source!;
+      if (src.kind === 'ref') return src.tensor;
+      const node = argInputs[i]!;
+      const path = (src as { path: string }).path;
+      const v = leaves.get(path);
+      if (!(v instanceof Tensor)) throw new ArgumentError(`argument ${path} must be a tensor ${node.meta.dtype}[${node.meta.shape.join(', ')}]`, a.name);
+      checkArg(a.name, path, v, node.meta);
+      return v.strides.every((s, d) => s === node.meta.strides[d] || v.shape[d] === 1) && v.offset === node.meta.offset ? v : v.contiguous();
+    });
+    const outs = program ? program.run(inputs) : interpret(graph, inputs);
+    return fill(template, outs);
+  };
+  log('cache', `loaded ${path}: ${a.name} on ${prog.backend} (built by ${describeEnvironment(env)}; ${codegen ? 'code generated here' : 'no tracing, no code generation'})`);
+  return Object.assign(run, { artifact: { backend: prog.backend, builtBy: describeEnvironment(env), weights: a.captures.every((c) => c.data !== undefined), codegen } });
+}
+
+function checkArg(fn: string, path: string, v: Tensor, meta: Graph['nodes'][number]['meta']): void {
+  const ok = v.dtype === meta.dtype && v.shape.length === meta.shape.length && v.shape.every((d, i) => d === meta.shape[i]);
+  if (!ok) throw new ArgumentError(`argument ${path} is ${v.dtype}[${v.shape.join(', ')}], the artifact was exported for ${meta.dtype}[${meta.shape.join(', ')}]`, fn, 'export one artifact per input shape (or warm up a compiled function for several)');
+}
+
+function paramTable(p: ModuleLike | Record<string, Tensor>): Map<string, Tensor> {
+  const m = p as ModuleLike;
+  if (typeof m.namedParameters === 'function') return new Map([...m.namedParameters(), ...(m.namedBuffers?.() ?? [])]);
+  return new Map(Object.entries(p as Record<string, Tensor>).filter(([, t]) => t instanceof Tensor));
+}
+
+type Template = { t: number } | { a: Template[] } | { o: [string, Template][] } | { v: unknown };
+
+function fill(t: unknown, outs: Tensor[]): unknown {
+  const tp = t as Template;
+  if ('t' in tp) return outs[tp.t];
+  if ('a' in tp) return tp.a.map((x) => fill(x, outs));
+  if ('o' in tp) return Object.fromEntries(tp.o.map(([k, x]) => [k, fill(x, outs)]));
+  return tp.v;
+}
+
+export { kilnVersion };

@@ -1,0 +1,143 @@
+// The disk store of the persistent compile cache (Node; registered by 'kiln/node').
+//
+//   folder     $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; entries in its
+//              compile/ folder (the native backend's libraries are in native/, see toolchain.ts)
+//   off        KILN_CACHE=0, or compile(fn, { cache: false })
+//   cap        KILN_CACHE_MAX_MB (default 1024): after each write, least recently used entries
+//              (by modification time; a hit touches its entry) are removed until under the cap
+//
+// Writes go to a temporary name and are renamed into place, so processes sharing a folder
+// never read half an entry. Every read is verified (container.ts: magic, format, length,
+// sha256, key, kiln version); a bad entry is logged under KILN_LOGS=cache, counted
+// (stats().cache.corrupt), deleted, and the graph compiles again. I/O errors never throw.
+
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { log } from '../logs.js';
+import { counters } from '../stats.js';
+import { ContainerError, decodeContainer, encodeContainer, sha256 } from './container.js';
+import { kilnVersion, platformTag, sourceFingerprint } from './environment.js';
+import type { CachePayload, CacheStore, EntryKind } from './store.js';
+
+const EXT = '.kc';
+
+/** The cache root folder (shared with the native backend's libraries). */
+export function cacheRoot(): string {
+  const env = process.env;
+  const root = env.KILN_CACHE_DIR || (env.XDG_CACHE_HOME ? join(env.XDG_CACHE_HOME, 'kiln') : join(homedir(), '.cache', 'kiln'));
+  return isAbsolute(root) ? root : join(process.cwd(), root);
+}
+
+export function maxCacheBytes(): number {
+  const mb = Number(process.env.KILN_CACHE_MAX_MB);
+  return Number.isFinite(mb) && mb > 0 ? mb * 2 ** 20 : 2 ** 30;
+}
+
+export class DiskStore implements CacheStore {
+  readonly dir: string;
+  readonly fingerprint: string;
+
+  constructor(readonly root = cacheRoot()) {
+    this.dir = join(root, 'compile');
+    this.fingerprint = `kiln ${kilnVersion()} ${platformTag()} src ${sourceFingerprint()}`;
+  }
+
+  get location(): string {
+    return this.dir;
+  }
+
+  digest(parts: readonly (string | Uint8Array)[]): string {
+    return sha256(parts);
+  }
+
+  private file(kind: EntryKind, key: string): string {
+    return join(this.dir, `${kind}-${key.slice(0, 40)}${EXT}`);
+  }
+
+  get(kind: EntryKind, key: string): CachePayload | null {
+    const path = this.file(kind, key);
+    let buf: Buffer;
+    try {
+      buf = readFileSync(path);
+    } catch {
+      return null; // absent (or evicted by another process meanwhile)
+    }
+    try {
+      const { header, payload } = decodeContainer(buf);
+      if (header.kind !== kind) throw new ContainerError(`a ${header.kind} entry, expected ${kind}`);
+      if (header.key !== key) throw new ContainerError('foreign entry (its key differs)');
+      if (header.kiln !== kilnVersion()) throw new ContainerError(`written by kiln ${header.kiln}, this is kiln ${kilnVersion()}`);
+      counters.cache.bytesRead += buf.length;
+      try {
+        const now = new Date();
+        utimesSync(path, now, now); // least recently used: a hit is a use
+      } catch {
+        // removed meanwhile: the payload is already read
+      }
+      return payload;
+    } catch (e) {
+      counters.cache.corrupt++;
+      log('cache', `rejected ${path}: ${(e as Error).message}; deleting it and compiling again`);
+      rmSync(path, { force: true });
+      return null;
+    }
+  }
+
+  put(kind: EntryKind, key: string, payload: CachePayload): void {
+    const path = this.file(kind, key);
+    const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    try {
+      const buf = encodeContainer({ kind, kiln: kilnVersion(), key }, payload);
+      mkdirSync(this.dir, { recursive: true });
+      writeFileSync(tmp, buf);
+      renameSync(tmp, path);
+      counters.cache.writes++;
+      counters.cache.bytesWritten += buf.length;
+      log('cache', `wrote ${path} (${buf.length} bytes)`);
+      this.evict(path);
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      log('cache', `could not write ${path}: ${(e as Error).message} (the cache is skipped, compiling works as usual)`);
+    }
+  }
+
+  /** Removes least recently used entries until the folder is under the cap (and stale temporaries). */
+  evict(keep?: string): void {
+    const cap = maxCacheBytes();
+    const files: { path: string; size: number; mtime: number }[] = [];
+    let total = 0;
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    for (const n of names) {
+      const p = join(this.dir, n);
+      try {
+        const st = statSync(p);
+        if (n.endsWith('.tmp')) {
+          if (now - st.mtimeMs > 3600_000) rmSync(p, { force: true }); // a crashed writer's leftover
+          continue;
+        }
+        if (!n.endsWith(EXT)) continue;
+        files.push({ path: p, size: st.size, mtime: st.mtimeMs });
+        total += st.size;
+      } catch {
+        // removed meanwhile
+      }
+    }
+    if (total <= cap) return;
+    // oldest first; the entry just written goes last
+    files.sort((a, b) => (a.path === keep ? 1 : b.path === keep ? -1 : a.mtime - b.mtime));
+    for (const f of files) {
+      if (total <= cap) break;
+      rmSync(f.path, { force: true });
+      total -= f.size;
+      counters.cache.evictions++;
+      log('cache', `evicted ${f.path} (${f.size} bytes, least recently used; cap ${cap} bytes)`);
+    }
+  }
+}

@@ -1,0 +1,34 @@
+// Primitives by name, so a graph read back from the cache or an artifact gets its PrimDefs
+// (opaque steps run them; node-by-node replay interprets them). Custom ops are not here:
+// a graph holding one is never stored (its code is the user's JavaScript).
+
+import type { PrimDef } from '../../ops/dispatch.js';
+import { BINARY_OPS, TERNARY_OPS, UNARY_OPS } from '../../backend/scalar-expr.js';
+import { castPrim, pointwisePrim } from '../../ops/pointwise.js';
+import { REDUCE_PRIMS } from '../../ops/reduce.js';
+import { matmulPrim } from '../../ops/linalg.js';
+import { col2imPrim, im2colPrim } from '../../ops/window.js';
+import { cumsumPrim, gatherPrim, indexAddPrim, indexSelectPrim, scatterAddPrim } from '../../ops/indexing.js';
+import { constantPrim, fillPrim, randomPrim } from '../../ops/creation.js';
+import { catPrim, expandPrim, padPrim, permutePrim, slicePrim, viewPrim } from '../../ops/movement.js';
+
+let table: Map<string, PrimDef<unknown>> | null = null;
+
+function build(): Map<string, PrimDef<unknown>> {
+  const m = new Map<string, PrimDef<unknown>>();
+  const add = (p: PrimDef<never>) => m.set(p.name, p as unknown as PrimDef<unknown>);
+  for (const op of [...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]) add(pointwisePrim(op) as PrimDef<never>);
+  for (const p of Object.values(REDUCE_PRIMS)) add(p as PrimDef<never>);
+  for (const p of [castPrim, matmulPrim, im2colPrim, col2imPrim, gatherPrim, scatterAddPrim, indexSelectPrim, indexAddPrim, cumsumPrim, constantPrim, fillPrim, randomPrim, viewPrim, permutePrim, expandPrim, slicePrim, padPrim, catPrim]) add(p as PrimDef<never>);
+  return m;
+}
+
+/** The primitive named `name`, or undefined (a custom op, or an op this version lacks). */
+export function primByName(name: string): PrimDef<unknown> | undefined {
+  return (table ??= build()).get(name);
+}
+
+/** Whether `p` is the registered primitive of its name (custom ops and look-alikes are not). */
+export function isRegisteredPrim(p: PrimDef<unknown> | undefined): boolean {
+  return !!p && primByName(p.name) === p;
+}

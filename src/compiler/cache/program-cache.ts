@@ -1,0 +1,114 @@
+// Program entries: one graph's lowered and scheduled program (loop-IR kernels, steps, buffers,
+// constants, fusion decisions, autotuned tiles) and the code the kernel backend generated for
+// it, keyed by the graph's exact structure (constants by their bytes), the backend and its code
+// fingerprint, the compile mode, and the store's fingerprint (kiln version, platform, sources).
+// A hit skips lowering, scheduling, autotuning and code generation (the JS backend takes the
+// stored sources; native finds its libraries in toolchain.ts's disk cache by the same key).
+
+import type { Backend } from '../../backend/backend.js';
+import type { KernelSpec } from '../../backend/kernel-spec.js';
+import { runtime } from '../../ops/dispatch.js';
+import { graphKey, type Graph } from '../graph.js';
+import type { Lowered } from '../lower.js';
+import type { FusedProgram } from '../fused-program.js';
+import { log } from '../logs.js';
+import { counters } from '../stats.js';
+import { Blobs, decodeLowered, encodeLowered, NotStorable, type StoredLowered } from './serialize.js';
+import { cacheStore, type CacheStore } from './store.js';
+
+const FORMAT = 'kiln-program-1';
+
+export interface ProgramOptions {
+  readonly mode?: string;
+  readonly cache?: boolean;
+}
+
+interface StoredProgram {
+  graph: string;
+  backend: string;
+  lowered: StoredLowered;
+  code: unknown;
+  compileMs: number;
+}
+
+/** Typed-array attrs of a graph, in node order (graphKey hashes them loosely; keys need them exactly). */
+function constantBytes(g: Graph): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const walk = (v: unknown, depth: number) => {
+    if (ArrayBuffer.isView(v)) out.push(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+    else if (depth < 8 && v && typeof v === 'object') for (const x of Object.values(v)) walk(x, depth + 1);
+  };
+  for (const n of g.nodes) walk(n.attrs, 0);
+  return out;
+}
+
+export function loopSpecs(l: Lowered): KernelSpec[] {
+  return l.steps.flatMap((s) => (s.kind === 'kernel' ? [{ kind: 'loop' as const, kernel: s.kernel, nBuffers: l.buffers.length }] : []));
+}
+
+function programKey(store: CacheStore, graph: Graph, opts: ProgramOptions, kb: Backend | undefined): string {
+  const backend = kb?.name ?? 'js';
+  return store.digest([FORMAT, store.fingerprint, `backend=${backend}`, kb?.codeFingerprint?.() ?? '', `mode=${opts.mode ?? 'default'}`, graphKey(graph), ...constantBytes(graph)]);
+}
+
+export interface ProgramHit {
+  readonly lowered: Lowered;
+  /** call with the program built from the hit (records what it saved) */
+  done(p: FusedProgram): void;
+}
+
+/**
+ * The stored program of a graph, with its code handed to the kernel backend, or null (no
+ * store, a miss, or an entry that does not decode: logged, counted as corrupt, deleted by the store).
+ */
+export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | undefined): ProgramHit | null {
+  const store = cacheStore(opts);
+  if (!store) return null;
+  const t0 = performance.now();
+  const key = programKey(store, graph, opts, kb);
+  const payload = store.get('program', key);
+  if (!payload) {
+    counters.cache.misses++;
+    log('cache', `${graph.name}: program miss (${store.location}); lowering and generating code`);
+    return null;
+  }
+  let stored: StoredProgram, lowered: Lowered;
+  try {
+    stored = payload.meta as StoredProgram;
+    lowered = decodeLowered(stored.lowered, payload.blobs);
+  } catch (e) {
+    counters.cache.corrupt++;
+    counters.cache.misses++;
+    log('cache', `${graph.name}: program entry does not decode (${(e as Error).message}); recompiling`);
+    return null;
+  }
+  const target = kb ?? runtime.backend;
+  const imported = stored.code != null && target.importCode ? target.importCode(loopSpecs(lowered), stored.code) : false;
+  return {
+    lowered,
+    done: () => {
+      const ms = performance.now() - t0;
+      counters.cache.hits++;
+      counters.cache.compileMsSaved += Math.max(0, stored.compileMs - ms);
+      log('cache', `${graph.name}: program hit on ${stored.backend}: lowering and scheduling skipped, ${imported ? 'generated code reused' : 'code regenerated'} (loaded in ${ms.toFixed(1)} ms; compiling took ${stored.compileMs.toFixed(1)} ms)`);
+    },
+  };
+}
+
+/** Stores a freshly built program (best effort: what cannot be stored is logged and skipped). */
+export function storeProgram(graph: Graph, opts: ProgramOptions, kb: Backend | undefined, p: FusedProgram, compileMs: number): void {
+  const store = cacheStore(opts);
+  if (!store) return;
+  try {
+    const blobs = new Blobs();
+    const target = kb ?? runtime.backend;
+    const meta: StoredProgram = {
+      graph: graph.name, backend: target.name, lowered: encodeLowered(p.lowered, blobs),
+      code: target.exportCode?.(loopSpecs(p.lowered)) ?? null, compileMs,
+    };
+    store.put('program', programKey(store, graph, opts, kb), { meta, blobs: blobs.list });
+  } catch (e) {
+    if (!(e instanceof NotStorable)) throw e;
+    log('cache', `${graph.name}: not stored: ${e.message}`);
+  }
+}

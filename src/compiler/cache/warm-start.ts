@@ -1,0 +1,162 @@
+// Warm starts: a compiled function's whole traced entry (the optimized graph with its inputs
+// named, the result's shape, whether outputs carry autograd) stored under a key computed
+// BEFORE tracing: the function's source, the captured tensors' names and metadata, the
+// arguments' guards, grad mode and training flags, the options and the store's fingerprint.
+// A later process with the same key binds the captures by name, rebuilds the guards from the
+// arguments, takes the program from the program cache, and replays without running the
+// function: no tracing at all. Possible for compiled nn.Modules (parameters and buffers by
+// state-dict name) and functions compiled with { captures } (e.g. model.stateDict()).
+// Training steps (gradient effects), graph breaks, custom ops and unnamed captures are traced
+// as usual (their programs still come from the program cache).
+
+import { isGradEnabled } from '../../autograd/grad-mode.js';
+import { Tensor } from '../../tensor/tensor.js';
+import type { Graph } from '../graph.js';
+import { argLeaves, buildGuards, type Guard } from '../guards.js';
+import { log } from '../logs.js';
+import { counters } from '../stats.js';
+import { Blobs, decodeGraph, decodeValue, encodeGraph, encodeValue, NotStorable, type StoredGraph } from './serialize.js';
+import { cacheStore, type CacheStore } from './store.js';
+
+const FORMAT = 'kiln-warm-1';
+
+interface ModuleLike {
+  training: boolean;
+  forward(...args: unknown[]): unknown;
+  modules?(): Iterable<ModuleLike>;
+  namedParameters?(): [string, Tensor][];
+  namedBuffers?(): [string, Tensor][];
+  namedModules?(): [string, ModuleLike][];
+  constructor: { name: string };
+}
+
+/** What the compiler driver lends the cache for one compiled function. */
+export interface WarmContext {
+  readonly name: string;
+  readonly opts: { backend?: string; mode?: string; fuse?: boolean; fullgraph?: boolean; cache?: boolean; captures?: Record<string, Tensor> };
+  readonly argNames: readonly string[];
+  readonly fn: (...args: unknown[]) => unknown;
+  readonly module?: ModuleLike;
+  parameterGuards(): Guard[];
+  /** builds (or finds in the program cache) the program of an optimized graph */
+  makeProgram(graph: Graph): unknown;
+}
+
+/** The compiler's entry, as the driver keeps it. */
+export interface WarmEntry {
+  readonly guards: Guard[];
+  readonly graph: Graph;
+  readonly program: never;
+  readonly resultTemplate: unknown;
+  readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
+  readonly retrace: boolean;
+  readonly autogradOutputs: boolean;
+}
+
+interface StoredWarm {
+  name: string;
+  graph: StoredGraph;
+  resultTemplate: unknown;
+  autogradOutputs: boolean;
+}
+
+/** Captured tensors by stable name, or null when this function has none to bind. */
+function captureTable(ctx: WarmContext): Map<string, Tensor> | null {
+  const m = ctx.module;
+  if (m?.namedParameters) return new Map([...m.namedParameters(), ...(m.namedBuffers?.() ?? [])]);
+  if (ctx.opts.captures) return new Map(Object.entries(ctx.opts.captures).filter(([, t]) => t instanceof Tensor));
+  return null;
+}
+
+const tensorDesc = (t: Tensor) => `${t.dtype}[${t.shape.join(',')}]s[${t.strides.join(',')}]@${t.offset}${t.backendName}${t.requiresGrad ? 'g' : ''}`;
+
+/** Own configuration of a module (numbers, strings, flags): e.g. heads, eps, p. */
+function moduleConfig(m: object): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(m)) {
+    if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') parts.push(`${k}=${String(v)}`);
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'number')) parts.push(`${k}=[${v.join(',')}]`);
+  }
+  return parts.join(',');
+}
+
+/** The key of a warm start for these arguments, or null when they cannot be keyed. */
+function warmKey(store: CacheStore, ctx: WarmContext, args: readonly unknown[], caps: Map<string, Tensor>): string | null {
+  const parts: string[] = [FORMAT, store.fingerprint, ctx.name, JSON.stringify({ b: ctx.opts.backend ?? 'js', m: ctx.opts.mode ?? 'default', f: ctx.opts.fuse !== false, g: !!ctx.opts.fullgraph })];
+  const m = ctx.module;
+  if (m) {
+    const mods: [string, ModuleLike][] = m.namedModules ? m.namedModules() : [['', m]];
+    for (const [path, sub] of mods) parts.push(`module ${path} ${sub.constructor.name} ${sub.training} ${moduleConfig(sub)}\n${Function.prototype.toString.call(Object.getPrototypeOf(sub).forward ?? sub.forward)}`);
+  } else parts.push(Function.prototype.toString.call(ctx.fn));
+  for (const [name, t] of [...caps].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (t.isDisposed) return null;
+    parts.push(`capture ${name} ${tensorDesc(t)}`);
+  }
+  for (const leaf of argLeaves(args, ctx.argNames)) {
+    const v = leaf.value;
+    if (v instanceof Tensor) parts.push(`arg ${leaf.path} ${tensorDesc(v)}`);
+    else if (v === null || v === undefined || ['number', 'string', 'boolean'].includes(typeof v)) parts.push(`arg ${leaf.path} = ${typeof v}:${String(v)}`);
+    else if (typeof v === 'object' && ('arrayLength' in v || 'keys' in v)) parts.push(`arg ${leaf.path} ${JSON.stringify(v)}`);
+    else return null; // an object guarded by identity cannot match in another process
+  }
+  parts.push(`grad ${isGradEnabled()}`);
+  return store.digest(parts);
+}
+
+/** A warm start for these arguments from the cache, or null (then the driver traces). */
+export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEntry | null {
+  const store = cacheStore(ctx.opts);
+  if (!store || ctx.opts.backend === 'eager') return null;
+  const caps = captureTable(ctx);
+  if (!caps) return null;
+  const t0 = performance.now();
+  const key = warmKey(store, ctx, args, caps);
+  if (!key) return null;
+  const payload = store.get('warm', key);
+  if (!payload) {
+    log('cache', `${ctx.name}: no warm start stored for these arguments; tracing`);
+    return null;
+  }
+  try {
+    const stored = payload.meta as StoredWarm;
+    const graph = decodeGraph(stored.graph, payload.blobs, (s) => {
+      const t = caps.get(s.name);
+      if (!t || s.kind !== 'capture') throw new NotStorable(`capture ${s.name} is not in this module`);
+      return t;
+    });
+    const program = ctx.makeProgram(graph);
+    const modules = ctx.module?.modules ? [...ctx.module.modules()] : ctx.module ? [ctx.module] : [];
+    const guards = [...buildGuards(args, ctx.argNames, graph, modules), ...ctx.parameterGuards()];
+    counters.cache.traceSkips++;
+    log('cache', `${ctx.name}: warm start: tracing skipped (${graph.inputNodes.length} inputs bound by name, guards checked) in ${(performance.now() - t0).toFixed(1)} ms`);
+    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], retrace: false, autogradOutputs: stored.autogradOutputs };
+  } catch (e) {
+    counters.cache.corrupt++;
+    log('cache', `${ctx.name}: warm start entry unusable (${(e as Error).message}); tracing`);
+    return null;
+  }
+}
+
+/** Stores a freshly traced entry for warm starts, where it can be re-bound by name (best effort). */
+export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: WarmEntry, gradWrites: number): void {
+  const store = cacheStore(ctx.opts);
+  if (!store || ctx.opts.backend === 'eager') return;
+  const caps = captureTable(ctx);
+  if (!caps) return;
+  const why = e.retrace ? 'graph breaks' : gradWrites > 0 || e.gradLeaves.length > 0 || e.graph.gradEffects.length > 0 ? 'it writes gradients' : null;
+  if (why) {
+    log('cache', `${ctx.name}: no warm start stored (${why}); later processes trace it and take its program from the cache`);
+    return;
+  }
+  const key = warmKey(store, ctx, args, caps);
+  if (!key) return;
+  const names = new Map([...caps].map(([n, t]) => [t, n]));
+  try {
+    const blobs = new Blobs();
+    const meta: StoredWarm = { name: ctx.name, graph: encodeGraph(e.graph, blobs, (t) => names.get(t) ?? null), resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.autogradOutputs };
+    store.put('warm', key, { meta, blobs: blobs.list });
+  } catch (err) {
+    if (!(err instanceof NotStorable)) throw err;
+    log('cache', `${ctx.name}: no warm start stored: ${err.message}`);
+  }
+}

@@ -1,0 +1,279 @@
+// A program whose sizes are runtime values (issue 7). The loop kernels are symbolic: on the
+// JS backend each is rendered once and reads the sizes (s0, s1, ...) from an extra float64
+// buffer at entry; buffer sizes, loop extents and output shapes are evaluated per distinct
+// size (cached). Kernel backends without symbolic support (native C, wasm) get the program
+// specialized per concrete size instead (specializeKernel), cached by size and logged.
+
+import type { Backend, BackendBuffer } from '../backend/backend.js';
+import type { TypedArray, DType } from '../core/dtype.js';
+import { defaultGenerator } from '../core/random.js';
+import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
+import { runtime } from '../ops/dispatch.js';
+import { Storage } from '../tensor/storage.js';
+import { Tensor } from '../tensor/tensor.js';
+import { compileKernel, type LoopFn } from '../backend/js/render-loop.js';
+import { getThreadPool, isShared } from '../backend/js/threads.js';
+import type { JsBuffer } from '../backend/js/index.js';
+import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, specializeKernel, type LoopKernel } from './loop-ir.js';
+import type { BufferView, Lowered, Step } from './lower.js';
+import { FusedProgram, planMemory, type MemoryPlan } from './fused-program.js';
+import { specializeTree, type Iota } from './dynamic-unify.js';
+import { symEval, type Sym } from './symbolic.js';
+import { log } from './logs.js';
+
+/** Where symbol i is read at call time: dim `dim` of the program's input `input`. */
+export interface SymbolSource {
+  readonly name: string;
+  readonly input: number;
+  readonly dim: number;
+  /** e.g. 'arg x dim 0' */
+  readonly label: string;
+}
+
+const PARALLEL_WORK = 1 << 17; // as the JS backend: below this, messaging threads costs more than it saves
+
+interface Launch {
+  readonly fn: LoopFn;
+  readonly source: string;
+  readonly used: number[];
+  readonly writes: number[];
+}
+
+interface SizeState {
+  readonly values: number[];
+  readonly bufSizes: number[];
+  /** per step: [extent, work] (groups: per part) */
+  readonly extents: [number, number][][];
+  readonly outputs: BufferView[];
+  readonly opaque: Map<number, Extract<Step, { kind: 'opaque' }>>;
+}
+
+export class DynamicProgram {
+  private readonly plan: MemoryPlan;
+  private readonly launches: (Launch & { parts?: Launch[] })[] = [];
+  private readonly slotBufs: (BackendBuffer | null)[];
+  private readonly consts = new Map<number, BackendBuffer>();
+  private readonly iotas = new Map<number, { buf: BackendBuffer | null; cap: number; iota: Iota }>();
+  private readonly sizesBuf: BackendBuffer;
+  private readonly states = new Map<string, SizeState>();
+  private readonly specialized = new Map<string, FusedProgram>();
+  private readonly writtenInputs: number[];
+  /** per-size programs built for a kernel backend without symbolic sizes (native, wasm) */
+  specializations = 0;
+
+  constructor(
+    readonly lowered: Lowered,
+    readonly backend: Backend,
+    readonly symbols: readonly SymbolSource[],
+    readonly opts: { kernelBackend?: Backend; name: string },
+  ) {
+    const nb = lowered.buffers.length;
+    this.sizesBuf = backend.alloc('float64', Math.max(1, symbols.length), 'shared');
+    this.plan = planMemory(lowered);
+    this.slotBufs = this.plan.slots.map(() => null);
+    const written = new Set(lowered.steps.flatMap((s) => (s.kind === 'kernel' ? kernelStores(s.kernel).map((x) => x.buf) : [s.out.buf])));
+    this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
+    if (opts.kernelBackend) return; // specialized per size on first use
+    for (const b of lowered.buffers) {
+      if (b.kind !== 'constant') continue;
+      const iota = (b as { dataIota?: Iota }).dataIota;
+      if (iota) this.iotas.set(b.id, { buf: null, cap: 0, iota });
+      else {
+        const buf = backend.alloc(b.dtype, b.size);
+        backend.write(buf, b.data!);
+        this.consts.set(b.id, buf);
+      }
+    }
+    const sizes = { buf: nb, count: symbols.length };
+    for (const s of lowered.steps) {
+      if (s.kind !== 'kernel') continue;
+      const k = s.kernel;
+      k.sizes = sizes;
+      if (k.kind === 'group') for (const p of k.parts) p.sizes = sizes;
+      const launch = (kk: LoopKernel): Launch => {
+        const { fn, source } = compileKernel(kk, nb + 1);
+        const writes = [...new Set(kernelStores(kk).map((x) => x.buf))];
+        return { fn, source, writes, used: [...new Set([...writes, ...kernelLoads(kk), nb])] };
+      };
+      this.launches.push({ ...launch(k), parts: k.kind === 'group' ? k.parts.map(launch) : undefined });
+    }
+  }
+
+  get kernels(): LoopKernel[] {
+    return this.lowered.steps.flatMap((s) => (s.kind === 'kernel' ? [s.kernel] : []));
+  }
+
+  /** Concrete sizes of the call, read from the inputs. */
+  sizesOf(inputs: readonly Tensor[]): number[] {
+    return this.symbols.map((s) => inputs[s.input]!.shape[s.dim]!);
+  }
+
+  run(inputs: readonly Tensor[]): Tensor[] {
+    const values = this.sizesOf(inputs);
+    if (this.opts.kernelBackend) return this.runSpecialized(values, inputs);
+    const st = this.state(values);
+    const l = this.lowered;
+    const bufs: BackendBuffer[] = new Array(l.buffers.length + 1);
+    const storages = new Map<number, Storage>();
+    l.inputBuffers.forEach((b, i) => {
+      const s = inputs[i]!.storage;
+      bufs[b] = s.buf;
+      storages.set(b, s);
+    });
+    for (const [id, buf] of this.consts) bufs[id] = buf;
+    for (const [id, c] of this.iotas) bufs[id] = this.iotaBuffer(id, c, st.bufSizes[id]!);
+    // scratch slots grow to the largest size they hold at these sizes
+    const need = this.plan.slots.map(() => 0);
+    l.buffers.forEach((b, id) => {
+      const slot = this.plan.slotOf[id]!;
+      if (b.kind === 'scratch' && slot >= 0) need[slot] = Math.max(need[slot]!, st.bufSizes[id]!);
+    });
+    need.forEach((n, k) => {
+      const cur = this.slotBufs[k];
+      if (!cur || cur.size < n) {
+        if (cur) this.backend.free(cur);
+        this.slotBufs[k] = this.backend.alloc(this.plan.slots[k]!.dtype, Math.max(n, 1), 'shared');
+      }
+    });
+    const outputBufs = new Set(l.outputs.map((o) => o.buf));
+    l.buffers.forEach((b, id) => {
+      if (b.kind !== 'scratch') return;
+      const slot = this.plan.slotOf[id]!;
+      if (slot >= 0 && !outputBufs.has(id)) bufs[id] = this.slotBufs[slot]!;
+      else {
+        const buf = this.backend.alloc(b.dtype, st.bufSizes[id]!, 'shared');
+        bufs[id] = buf;
+        if (outputBufs.has(id)) storages.set(id, new Storage(this.backend, buf));
+      }
+    });
+    const sizesData = (this.sizesBuf as JsBuffer).data as Float64Array;
+    values.forEach((v, i) => (sizesData[i] = v));
+    bufs[l.buffers.length] = this.sizesBuf;
+    let li = 0;
+    l.steps.forEach((s, si) => {
+      if (s.kind === 'kernel') this.launch(this.launches[li++]!, st.extents[si]!, bufs);
+      else runOpaque(st.opaque.get(si)!, bufs, this.backend);
+    });
+    for (const i of this.writtenInputs) inputs[i]!.storage.version++;
+    return st.outputs.map((o) => {
+      let s = storages.get(o.buf);
+      if (!s) storages.set(o.buf, (s = new Storage(this.backend, bufs[o.buf]!, false)));
+      return new Tensor(s, o.shape, o.strides, o.offset, o.dtype);
+    });
+  }
+
+  private launch(k: Launch & { parts?: Launch[] }, ext: [number, number][], all: BackendBuffer[]): void {
+    const large = ext.some(([e, w]) => e > 1 && w >= PARALLEL_WORK);
+    const pool = large ? getThreadPool() : null;
+    if (pool) for (const i of k.used) (all[i] as JsBuffer).share();
+    if (k.parts) for (const p of k.parts) if (pool) for (const i of p.used) (all[i] as JsBuffer).share();
+    const bufs = all.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
+    if (!k.parts) {
+      const [e] = ext[0]!;
+      if (pool) pool.run(k.source, k.fn, bufs, e);
+      else k.fn(bufs, 0, e);
+      return;
+    }
+    if (!pool) return k.fn(bufs, 0, 1);
+    k.parts.forEach((p, i) => {
+      const [e, w] = ext[i]!;
+      if (w >= PARALLEL_WORK && e > 1 && p.writes.every((b) => isShared(bufs[b]!))) pool.run(p.source, p.fn, bufs, e);
+      else p.fn(bufs, 0, e);
+    });
+  }
+
+  private iotaBuffer(id: number, c: { buf: BackendBuffer | null; cap: number; iota: Iota }, n: number): BackendBuffer {
+    if (!c.buf || c.cap < n) {
+      if (c.buf) this.backend.free(c.buf);
+      const cap = Math.max(n, c.cap * 2, 1);
+      const dtype = this.lowered.buffers[id]!.dtype;
+      c.buf = this.backend.alloc(dtype, cap, 'shared');
+      const data = new (dtype === 'int32' ? Int32Array : dtype === 'float64' ? Float64Array : Float32Array)(cap);
+      for (let i = 0; i < cap; i++) data[i] = c.iota.start + i * c.iota.step;
+      this.backend.write(c.buf, data);
+      c.cap = cap;
+    }
+    return c.buf;
+  }
+
+  /** Sizes, extents, output views and opaque steps at concrete sizes (once per distinct size). */
+  private state(values: number[]): SizeState {
+    const key = values.join(',');
+    let st = this.states.get(key);
+    if (st) return st;
+    const l = this.lowered;
+    const bufSizes = l.buffers.map((b) => ((b as { sizeSym?: Sym }).sizeSym ? symEval((b as { sizeSym?: Sym }).sizeSym!, values) : b.size));
+    const extents: [number, number][][] = [];
+    const opaque = new Map<number, Extract<Step, { kind: 'opaque' }>>();
+    l.steps.forEach((s, i) => {
+      if (s.kind === 'opaque') {
+        opaque.set(i, specializeTree(s, values));
+        extents.push([]);
+        return;
+      }
+      const k = specializeKernel(s.kernel, values);
+      extents.push(k.kind === 'group' ? k.parts.map((p) => [kernelExtent(p), kernelWork(p)]) : [[kernelExtent(k), kernelWork(k)]]);
+    });
+    st = { values, bufSizes, extents, outputs: specializeTree(l.outputs, values), opaque };
+    if (this.states.size >= 256) this.states.delete(this.states.keys().next().value!);
+    this.states.set(key, st);
+    return st;
+  }
+
+  /** Native / wasm: one static program per concrete size (their renderers read no symbols yet). */
+  private runSpecialized(values: number[], inputs: readonly Tensor[]): Tensor[] {
+    const key = values.join(',');
+    let p = this.specialized.get(key);
+    if (!p) {
+      const spec = specializeTree(this.lowered, values);
+      for (const s of spec.steps) if (s.kind === 'kernel') (s as { kernel: LoopKernel }).kernel = specializeKernel(s.kernel, values);
+      log('recompiles', `${this.opts.name}: specializing the dynamic program for ${this.symbols.map((s, i) => `${s.name}=${values[i]}`).join(', ')} on the ${this.opts.kernelBackend!.name} backend (its renderer has no symbolic sizes yet; cached per size)`);
+      log('perf', `${this.opts.name}: ${this.opts.kernelBackend!.name} kernels compiled for sizes ${key}`);
+      p = new FusedProgram(spec, this.backend, { kernelBackend: this.opts.kernelBackend });
+      if (this.specialized.size >= 32) this.specialized.delete(this.specialized.keys().next().value!);
+      this.specialized.set(key, p);
+      this.specializations++;
+    }
+    return p.run(inputs);
+  }
+
+  print(): string {
+    const names = this.symbols.map((s) => `${s.name} = ${s.label}`).join(', ');
+    const lines = [`dynamic fused program (${names}): ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps${this.opts.kernelBackend ? `; specialized per size for ${this.opts.kernelBackend.name}` : ''}`];
+    for (const s of this.lowered.steps) {
+      if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
+      else lines.push(`opaque ${s.node.op} (%${s.node.id}): (${s.inputs.map((v) => `buf${v.buf}`).join(', ')}) -> buf${s.out.buf}`);
+    }
+    return lines.join('\n');
+  }
+
+  source(): string {
+    const nb = this.lowered.buffers.length + 1;
+    return this.kernels.map((k) => compileKernel(k, nb).source).join('\n\n');
+  }
+}
+
+function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {
+  const wrap = (v: BufferView) => new Tensor(new Storage(backend, bufs[v.buf]!, false), v.shape, v.strides, v.offset, v.dtype, true);
+  const ins = s.inputs.map(wrap);
+  const out = wrap(s.out);
+  const grad = isGradEnabled();
+  const tracer = runtime.tracer;
+  runtime.tracer = null;
+  setGradEnabled(false);
+  try {
+    let attrs = s.node.attrs;
+    if (s.node.op === 'random') {
+      const a = attrs as { shape: number[] };
+      attrs = { ...(attrs as object), ...defaultGenerator.reserve(a.shape.reduce((x, y) => x * y, 1)) };
+    }
+    s.node.prim!.run!(ins, out, attrs);
+  } finally {
+    setGradEnabled(grad);
+    runtime.tracer = tracer;
+    ins.forEach((t) => t.dispose());
+    out.dispose();
+  }
+}
+
+export type { DType };

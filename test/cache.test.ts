@@ -1,0 +1,202 @@
+// The persistent compile cache, warm-up and artifacts (src/compiler/cache). Cross-process
+// behaviour runs in fresh `node --import tsx` children (test/fixtures/cache-child.ts) over a
+// temporary KILN_CACHE_DIR; hits are asserted from kiln.stats().cache, never from timing.
+// Native cases are skipped (with the reason) where no C compiler or koffi is available.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as kiln from 'kiln';
+import * as kilnNode from 'kiln/node';
+import { buildModel, input } from './fixtures/cache-child.js';
+
+const CHILD = join(import.meta.dirname, 'fixtures', 'cache-child.ts');
+const ROOT = mkdtempSync(join(tmpdir(), 'kiln-cache-test-'));
+process.env.KILN_CACHE_DIR = join(ROOT, 'parent');
+// keys cover kiln's sources too; other work editing them between two children must not turn hits into misses
+process.env.KILN_CACHE_SOURCES = 'off';
+process.on('exit', () => rmSync(ROOT, { recursive: true, force: true }));
+
+const nativeWhy = kilnNode.nativeUnavailableReason();
+if (nativeWhy) console.log(`# native cache tests skipped: ${nativeWhy}`);
+const BACKENDS: { name: string; skip: string | false }[] = [
+  { name: 'js', skip: false },
+  { name: 'native', skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false },
+];
+
+interface ChildResult { out: number[][]; stats: kiln.CompilerStats; info: unknown }
+
+function childArgs(opts: object): string[] {
+  return ['--import', 'tsx', CHILD, JSON.stringify(opts)];
+}
+
+function run(dir: string, opts: object, env: Record<string, string> = {}): ChildResult {
+  const r = spawnSync(process.execPath, childArgs(opts), { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: dir, KILN_LOGS: 'cache', ...env }, timeout: 240_000 });
+  assert.equal(r.status, 0, `child failed:\n${r.stderr}`);
+  return { ...(JSON.parse(r.stdout.trim().split('\n').at(-1)!) as ChildResult), logs: r.stderr } as ChildResult & { logs: string };
+}
+
+function runAsync(dir: string, opts: object): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, childArgs(opts), { env: { ...process.env, KILN_CACHE_DIR: dir } });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!) as ChildResult) : reject(new Error(`child exited ${code}: ${err}`))));
+  });
+}
+
+const entries = (dir: string) => readdirSync(join(dir, 'compile')).filter((n) => n.endsWith('.kc')).map((n) => join(dir, 'compile', n));
+const fresh = (name: string) => join(ROOT, name);
+
+for (const b of BACKENDS) {
+  test(`${b.name}: a second process hits the cache (module: tracing skipped) and computes the same results`, { skip: b.skip }, () => {
+    const dir = fresh(`second-${b.name}`);
+    const opts = { backend: b.name, mode: 'module', batch: [8, 3] };
+    const cold = run(dir, opts);
+    assert.equal(cold.stats.cache.hits, 0);
+    assert.equal(cold.stats.cache.misses, 2);
+    assert.ok(cold.stats.cache.writes >= 4, 'two programs and two warm starts written');
+    const warm = run(dir, opts);
+    assert.equal(warm.stats.cache.hits, 2);
+    assert.equal(warm.stats.cache.traceSkips, 2);
+    assert.equal(warm.stats.cache.misses, 0);
+    assert.equal(warm.stats.cacheMisses, 0, 'no call traced');
+    assert.deepEqual(warm.out, cold.out);
+    assert.match((warm as ChildResult & { logs: string }).logs, /warm start: tracing skipped/);
+  });
+
+  test(`${b.name}: a function (no named captures) traces but takes its program from the cache`, { skip: b.skip }, () => {
+    const dir = fresh(`fn-${b.name}`);
+    const opts = { backend: b.name, mode: 'fn', batch: [5] };
+    const cold = run(dir, opts);
+    const warm = run(dir, opts);
+    assert.equal(warm.stats.cache.hits, 1);
+    assert.equal(warm.stats.cache.traceSkips, 0);
+    assert.equal(warm.stats.cacheMisses, 1, 'traced once');
+    assert.deepEqual(warm.out, cold.out);
+  });
+
+  test(`${b.name}: export -> load in a fresh process gives identical outputs`, { skip: b.skip }, () => {
+    const path = join(ROOT, `model-${b.name}.kiln`);
+    const model = buildModel();
+    const x = input(6);
+    const expected = Array.from(kiln.noGrad(() => kiln.compile(model, { backend: b.name, cache: false })(x)).dataSync());
+    kiln.noGrad(() => kilnNode.export(model, [x], path, { backends: [b.name] }));
+    const loaded = run(fresh(`load-${b.name}`), { load: path, backend: b.name, batch: [6] });
+    assert.deepEqual(loaded.out[0], expected);
+    assert.equal((loaded.info as { codegen: boolean }).codegen, false);
+    assert.equal(loaded.stats.cacheMisses, 0, 'no tracing');
+    assert.equal(loaded.stats.graphsCompiled, 0, 'no compiling');
+    // without weights: the caller's module supplies them by state-dict name
+    const bare = join(ROOT, `bare-${b.name}.kiln`);
+    kiln.noGrad(() => kilnNode.export(model, [x], bare, { backends: [b.name], weights: false }));
+    assert.ok(statSync(bare).size < statSync(path).size);
+    assert.deepEqual(run(fresh(`bare-${b.name}`), { load: bare, backend: b.name, params: true, batch: [6] }).out[0], expected);
+    assert.throws(() => kilnNode.load(bare), (e: Error) => e.name === 'ArtifactError' && /without weights/.test(e.message));
+  });
+}
+
+test('corrupt entries (flipped bytes, truncated, another kiln version) are detected, deleted and recompiled', () => {
+  const dir = fresh('corrupt');
+  const opts = { mode: 'module', batch: [8] };
+  const cold = run(dir, opts);
+  const damage: [string, (b: Buffer) => Buffer][] = [
+    ['flip', (b) => {
+      const c = Buffer.from(b);
+      for (let i = c.length - 50; i < c.length - 40; i++) c[i]! ^= 0xff;
+      return c;
+    }],
+    ['truncate', (b) => b.subarray(0, Math.floor(b.length / 2))],
+    ['version', (b) => Buffer.from(b.toString('latin1').replace(/"kiln":"[^"]*"/, '"kiln":"9.9.9"'), 'latin1')],
+    ['garbage', () => Buffer.from('not a cache entry at all')],
+  ];
+  for (const [what, f] of damage) {
+    for (const p of entries(dir)) writeFileSync(p, f(readFileSync(p)));
+    const r = run(dir, opts) as ChildResult & { logs: string };
+    assert.equal(r.stats.cache.corrupt, 2, `${what}: both entries rejected\n${r.logs}`);
+    assert.equal(r.stats.cache.hits, 0, what);
+    assert.match(r.logs, /rejected .*deleting it and compiling again/, what);
+    assert.deepEqual(r.out, cold.out, `${what}: same results after recompiling`);
+    const again = run(dir, opts);
+    assert.equal(again.stats.cache.traceSkips, 1, `${what}: the rewritten entries hit`);
+  }
+});
+
+test('two processes compiling into one cache concurrently both succeed', async () => {
+  const dir = fresh('concurrent');
+  const opts = { mode: 'module', batch: [4, 9, 2] };
+  const [a, b] = await Promise.all([runAsync(dir, opts), runAsync(dir, opts)]);
+  assert.deepEqual(a.out, b.out);
+  const c = run(dir, opts);
+  assert.equal(c.stats.cache.traceSkips, 3);
+  assert.equal(c.stats.cache.corrupt, 0);
+  assert.deepEqual(c.out, a.out);
+  assert.deepEqual(readdirSync(join(dir, 'compile')).filter((n) => n.endsWith('.tmp')), []);
+});
+
+test('eviction keeps the cache under its cap (least recently used first)', () => {
+  const dir = fresh('evict');
+  const capMb = 0.03; // ~31 KB: a few entries of this model
+  const r = run(dir, { mode: 'module', batch: [1, 2, 3, 4, 5, 6] }, { KILN_CACHE_MAX_MB: String(capMb) });
+  assert.ok(r.stats.cache.evictions > 0);
+  const total = entries(dir).reduce((a, p) => a + statSync(p).size, 0);
+  assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
+  // the newest entries survived: the last batch size starts warm
+  const last = run(dir, { mode: 'module', batch: [6] }, { KILN_CACHE_MAX_MB: String(capMb) });
+  assert.equal(last.stats.cache.traceSkips, 1);
+});
+
+test('KILN_CACHE=0 and { cache: false } switch the cache off', () => {
+  const dir = fresh('off');
+  const r = run(dir, { mode: 'module' }, { KILN_CACHE: '0' });
+  assert.equal(r.stats.cache.writes + r.stats.cache.misses + r.stats.cache.hits, 0);
+  kiln.compiler.reset();
+  kiln.noGrad(() => kiln.compile(buildModel(), { cache: false })(input(2)));
+  assert.equal(kiln.stats().cache.writes, 0);
+});
+
+test('an artifact from another kiln version fails with a clear ArtifactError', () => {
+  const path = join(ROOT, 'old.kiln');
+  const model = buildModel();
+  kiln.noGrad(() => kilnNode.export(model, [input(3)], path));
+  const b = readFileSync(path).toString('latin1').replaceAll(/"kiln":"[^"]*"/g, '"kiln":"0.0.1-old"');
+  writeFileSync(path, Buffer.from(b, 'latin1'));
+  assert.throws(() => kilnNode.load(path), (e: Error) => e.name === 'ArtifactError' && /artifact built by kiln 0\.0\.1-old on \w+-\w+.*this is kiln \d/.test(e.message));
+  writeFileSync(path, readFileSync(path).subarray(0, 200));
+  assert.throws(() => kilnNode.load(path), (e: Error) => e.name === 'ArtifactError');
+});
+
+test('warmup compiles ahead for declared shapes and reports each', async () => {
+  process.env.KILN_CACHE_DIR = fresh('warmup');
+  kiln.compiler.reset();
+  const c = kiln.compile(buildModel(), { dynamic: false });
+  const report = await kiln.noGrad(() => c.warmup({ shapes: [[1, 16], [8, 16], [1, 16]] }));
+  assert.deepEqual(report.entries.map((e) => e.source), ['compiled', 'compiled', 'memory']);
+  assert.match(report.entries[1]!.args, /\[8,16\]/);
+  assert.equal(kiln.stats().cacheMisses, 2);
+  // the first real call of a warmed shape replays
+  kiln.noGrad(() => kiln.scope(() => c(input(8))));
+  assert.equal(kiln.stats().cacheMisses, 2);
+  // a new compiled module in this process (same cache) starts warm from disk
+  const c2 = kiln.compile(buildModel(), { dynamic: false });
+  const r2 = await kiln.noGrad(() => c2.warmup([[input(8)]]));
+  assert.equal(r2.entries[0]!.source, 'cache (trace skipped)');
+});
+
+test('kiln cache save / load move a whole cache', () => {
+  const src = fresh('second-js');
+  const file = join(ROOT, 'bundle.kcb');
+  const bin = join(import.meta.dirname, '..', 'bin', 'kiln.ts');
+  let r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'save', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: src } });
+  assert.equal(r.status, 0, r.stderr);
+  const dst = fresh('moved');
+  r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'load', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: dst } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /files added/);
+  const moved = run(dst, { mode: 'module', batch: [8, 3] });
+  assert.equal(moved.stats.cache.traceSkips, 2);
+});

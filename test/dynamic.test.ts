@@ -1,0 +1,221 @@
+// Dynamic shapes (issue 7): symbolic sizes, automatic dynamic, markDynamic/markStatic,
+// dynamic: false, bucketing, data-dependent sizes.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as kiln from 'kiln';
+import { fitSym, symToString, symVar, symMul, symAdd, symConst, symEval } from '../src/compiler/symbolic.js';
+import { MlpBlock } from '../bench/workloads/w3.js';
+import { Decoder } from '../bench/workloads/w7.js';
+import { freeze } from '../bench/workloads/types.js';
+
+function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
+  assert.deepEqual(a.shape, b.shape);
+  const x = a.dataSync(), y = b.dataSync();
+  let m = 0, scale = 1e-12;
+  for (let i = 0; i < x.length; i++) {
+    m = Math.max(m, Math.abs(x[i]! - y[i]!));
+    scale = Math.max(scale, Math.abs(y[i]!));
+  }
+  return m / scale;
+}
+
+const BATCHES = [3, 5, 8, 2, 13, 7, 21, 4, 9, 30, 6, 17, 11, 64, 10, 12, 33, 15, 19, 40];
+
+test('symbolic: canonical forms, evaluation, fitting', () => {
+  const s0 = symVar(0), s1 = symVar(1);
+  const e = symAdd(symMul(symConst(768), s0), symMul(s0, symMul(s1, symConst(2))));
+  assert.equal(symToString(e), '2*s0*s1 + 768*s0');
+  assert.equal(symToString(symMul(symAdd(s0, symConst(1)), symAdd(s0, symConst(-1)))), 's0^2 - 1');
+  assert.equal(symEval(e, [3, 5]), 768 * 3 + 30);
+  const fit = fitSym([[17, 19, 23]], [17 * 17 * 12, 19 * 19 * 12, 23 * 23 * 12]);
+  assert.equal(fit && symToString(fit), '12*s0^2');
+  assert.equal(fitSym([[17, 19, 23]], [768 / 17, 768 / 19, 768 / 23]), null, 'not a polynomial');
+});
+
+test('20 batch sizes compile at most twice (static, then automatic dynamic), each equal to eager', () => {
+  kiln.compiler.reset();
+  kiln.manualSeed(3);
+  const block = freeze(new MlpBlock(32, 64));
+  const f = (x: kiln.Tensor) => block.call(x);
+  const c = kiln.compile(f);
+  kiln.noGrad(() => {
+    for (const n of BATCHES) {
+      kiln.scope(() => {
+        const x = kiln.randn([n, 32]);
+        const r = c(x) as kiln.Tensor;
+        assert.ok(maxRelDiff(r, f(x)) < 1e-5, `batch ${n}`);
+      });
+    }
+  });
+  const s = kiln.stats();
+  assert.ok(c.compiled.entryCount <= 2 && s.compiles <= 2, `compiles ${s.compiles}`);
+  assert.equal(s.recompiles.length, 1);
+  assert.match(s.recompiles[0]!.reason, /arg x dim 0 becomes dynamic \(automatic dynamic/);
+  assert.equal(s.dynamicCompiles.length, 1);
+  assert.equal(s.eagerFallbacks, 0);
+  // the dynamic graph prints its symbols
+  assert.match(c.compiled.report!.graphs[0]!.text, /f32\[s0,32\]/);
+  assert.match(c.compiled.report!.guards.join('\n'), /arg x: float32\[s0, 32\] contiguous \(2 <= s0\)/);
+});
+
+test('markDynamic compiles once; sizes 0/1 stay specialized; min/max are guarded', () => {
+  kiln.compiler.reset();
+  const w = kiln.keep(kiln.randn([8, 4]));
+  const f = (x: kiln.Tensor) => x.matmul(w).relu().mul(2);
+  const c = kiln.compile(f);
+  kiln.noGrad(() => {
+    for (const n of [5, 9, 2, 31]) {
+      const x = kiln.markDynamic(kiln.randn([n, 8]), 0, { max: 40 });
+      assert.ok(maxRelDiff(c(x) as kiln.Tensor, f(x)) < 1e-6);
+    }
+    assert.equal(kiln.stats().compiles, 1);
+    // outside [2, 40]: a new entry, with the reason
+    c(kiln.randn([41, 8]));
+    assert.match(kiln.stats().recompiles[0]!.reason, /dim 0 = 41 is outside the range/);
+    // a size-1 trace stays static even when marked
+    kiln.compiler.reset();
+    const d = kiln.compile(f, { dynamic: true });
+    d(kiln.randn([1, 8]));
+    assert.equal(kiln.stats().dynamicCompiles.length, 0, '1 is specialized');
+    // markStatic keeps a dim static under dynamic: true
+    kiln.compiler.reset();
+    const e = kiln.compile(f, { dynamic: true });
+    e(kiln.markStatic(kiln.randn([6, 8]), 0));
+    e(kiln.markStatic(kiln.randn([7, 8]), 0));
+    assert.equal(kiln.stats().dynamicCompiles.length, 0);
+    assert.equal(kiln.stats().compiles, 2);
+  });
+});
+
+test('dynamic: false recompiles up to the limit, then reports the eager fallback', () => {
+  kiln.compiler.reset();
+  const w = kiln.keep(kiln.randn([8, 8]));
+  const f = (x: kiln.Tensor) => x.matmul(w).tanh();
+  const c = kiln.compile(f, { dynamic: false, recompileLimit: 4 });
+  kiln.noGrad(() => {
+    for (const n of BATCHES.slice(0, 8)) {
+      const x = kiln.randn([n, 8]);
+      assert.ok(maxRelDiff(c(x) as kiln.Tensor, f(x)) < 1e-6);
+    }
+  });
+  const s = kiln.stats();
+  assert.equal(s.compiles, 4);
+  assert.equal(s.dynamicCompiles.length, 0);
+  assert.equal(s.eagerFallbacks, 4);
+  assert.match(s.fallbackReasons[0]!, /recompile limit 4 reached: arg x dim 0 changed/);
+});
+
+test('GPT-style decoder (W7 config, causal mask): sequence length dynamic, equal to eager', () => {
+  kiln.manualSeed(7);
+  const model = freeze(new Decoder(2, 32, 4));
+  const f = (x: kiln.Tensor) => model.call(x);
+  const lens = [8, 12, 20, 5, 33, 17, 9, 26];
+  for (const mode of ['auto', 'mark', 'static'] as const) {
+    kiln.compiler.reset();
+    const c = kiln.compile(f, mode === 'static' ? { dynamic: false, recompileLimit: 3 } : {});
+    kiln.noGrad(() => {
+      for (const t of lens) {
+        kiln.scope(() => {
+          const x = kiln.randn([1, t, 32]);
+          if (mode === 'mark') kiln.markDynamic(x, 1);
+          assert.ok(maxRelDiff(c(x) as kiln.Tensor, f(x)) < 1e-5, `${mode} T=${t}`);
+        });
+      }
+    });
+    const s = kiln.stats();
+    if (mode === 'auto') assert.equal(s.compiles, 2);
+    if (mode === 'mark') assert.equal(s.compiles, 1);
+    if (mode === 'static') {
+      assert.equal(s.compiles, 3);
+      assert.equal(s.eagerFallbacks, lens.length - 3);
+    }
+  }
+});
+
+test('bucketing pads to powers of two and slices back: equal to the unpadded eager result; explain and stats show the buckets', () => {
+  kiln.compiler.reset();
+  kiln.manualSeed(5);
+  const block = freeze(new MlpBlock(16, 32));
+  const f = (x: kiln.Tensor) => block.call(x);
+  const c = kiln.compile(f, { buckets: { arg: 0, dim: 0, sizes: 'pow2' } });
+  kiln.noGrad(() => {
+    for (const n of [3, 5, 6, 7, 8, 12, 2, 16, 9]) {
+      kiln.scope(() => {
+        const x = kiln.randn([n, 16]);
+        const r = c(x) as kiln.Tensor;
+        assert.deepEqual(r.shape, [n, 16]);
+        assert.ok(maxRelDiff(r, f(x)) < 1e-5, `n=${n}`);
+      });
+    }
+  });
+  const s = kiln.stats();
+  assert.deepEqual(s.buckets.map((b) => b.bucket).sort((a, b) => a - b), [2, 4, 8, 16]);
+  assert.equal(s.compiles, 4, 'one static program per bucket');
+  assert.equal(s.dynamicCompiles.length, 0);
+  const ex = kiln.explain(f, { print: false, buckets: { arg: 0, dim: 0, sizes: [8, 32] } });
+  const r = kiln.noGrad(() => ex(kiln.randn([5, 16])));
+  assert.match(r.text, /buckets: .*8 \(sizes 5\)/);
+});
+
+test('bucketing refuses (with a reason) when a reduction mixes padded rows into real ones, and stays exact', () => {
+  kiln.compiler.reset();
+  const f = (x: kiln.Tensor) => x.sum(0).mul(x.mean());
+  const c = kiln.compile(f, { buckets: { dim: 0, sizes: 'pow2' } });
+  for (const n of [3, 5, 6]) {
+    const x = kiln.randn([n, 4]);
+    assert.ok(maxRelDiff(c(x) as kiln.Tensor, f(x)) < 1e-5);
+  }
+  const s = kiln.stats();
+  assert.match(s.dynamicFailures.map((d) => d.reason).join('\n'), /bucketing refused: .*reduces over the bucketed axis/);
+  assert.equal(s.buckets.length, 0);
+});
+
+test('a training step with a dynamic batch matches eager', () => {
+  const make = () => {
+    kiln.manualSeed(11);
+    const lin1 = new kiln.nn.Linear(6, 16), lin2 = new kiln.nn.Linear(16, 3);
+    const params = [...lin1.parameters(), ...lin2.parameters()];
+    const step = (x: kiln.Tensor, y: kiln.Tensor) => {
+      for (const p of params) { p.grad?.dispose(); p.grad = null; }
+      const loss = kiln.crossEntropy(lin2.call(lin1.call(x).relu()), y);
+      loss.backward();
+      kiln.noGrad(() => { for (const p of params) p.sub_(p.grad!.mul(0.1)); });
+      return loss;
+    };
+    return { params, step };
+  };
+  kiln.compiler.reset();
+  const e = make(), c = make();
+  const cstep = kiln.compile(c.step);
+  kiln.manualSeed(12);
+  for (const n of [4, 7, 10, 5, 9, 12]) {
+    kiln.scope(() => {
+      const x = kiln.randn([n, 6]);
+      const y = kiln.randint(0, 3, [n]);
+      const le = e.step(x, y).item();
+      const lc = (cstep(x, y) as kiln.Tensor).item();
+      assert.ok(Math.abs(le - lc) <= 1e-5 * Math.max(1, Math.abs(le)), `batch ${n}: ${le} vs ${lc}`);
+    });
+  }
+  e.params.forEach((p, i) => assert.ok(maxRelDiff(c.params[i]!, p) < 1e-5));
+  const s = kiln.stats();
+  assert.ok(s.compiles <= 2, `compiles ${s.compiles} (${s.dynamicFailures.map((f) => f.reason).join('; ')})`);
+  assert.equal(s.dynamicCompiles.length, 1, 'x dim 0 and y dim 0 share s0');
+});
+
+test('data-dependent sizes (nonzero, maskedSelect) are reported graph breaks with a location, not crashes', () => {
+  kiln.compiler.reset();
+  const f = (x: kiln.Tensor) => {
+    const idx = kiln.nonzero(x.gt(0)); // DATA_DEPENDENT
+    return kiln.maskedSelect(x, x.gt(0)).sum().add(idx.shape[0]!);
+  };
+  const x = kiln.tensor([[1, -2, 3], [-4, 5, 6]]);
+  const r = kiln.compile(f)(x) as kiln.Tensor;
+  assert.equal(r.item(), 15 + 4);
+  const s = kiln.stats();
+  assert.ok(s.graphBreaks.length >= 1);
+  assert.match(s.graphBreaks[0]!.reason, /nonzero \(its output size depends on the data\)/);
+  assert.match(s.graphBreaks[0]!.location, /dynamic\.test\.ts:\d+/);
+  assert.throws(() => kiln.compile(f, { fullgraph: true })(x), kiln.GraphBreakError);
+});
