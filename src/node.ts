@@ -45,6 +45,7 @@ export async function loadSafetensorsWithMetadata(path: string): Promise<{ tenso
 }
 
 export { NativeBackend, NativeCompileError, NativeUnavailableError, nativeStats, nativeBatch, clearNativeMemoryCache, nativeUnavailableReason, type NativeStats } from './backend/native/index.js';
+export { requestWebGpuBackend, type NodeWebGpuOptions } from './backend/webgpu/node.js';
 
 // the persistent compile cache and ahead-of-time artifacts (src/compiler/cache)
 export { exportArtifact as export, exportArtifact, loadArtifact as load, loadArtifact, type ExportOptions, type LoadOptions, type LoadedArtifact } from './compiler/cache/artifact.js';

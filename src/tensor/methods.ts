@@ -211,11 +211,10 @@ Object.assign(P, {
   async data(this: Tensor) {
     if (!this.hasStorage) return readContiguous(this, 'await data()');
     const b = this.storage.backend;
-    if (this.isContiguous) {
-      const all = await b.read(this.storage.buf);
-      return all.slice(this.offset, this.offset + this.size);
-    }
-    return readContiguous(this);
+    // one asynchronous read of the whole buffer (a GPU backend cannot read synchronously)
+    const all = await b.read(this.storage.buf);
+    if (this.isContiguous) return all.slice(this.offset, this.offset + this.size);
+    return gatherStrided(all, this.shape, this.strides, this.offset);
   },
   toString(this: Tensor) {
     if (this.isDisposed) return `tensor(<disposed>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
@@ -265,3 +264,21 @@ function nest(data: TypedArray, shape: readonly number[], dtype: DType): unknown
   return build(0);
 }
 
+/** Row-major copy of a strided view of `src` (for async reads of non-contiguous tensors). */
+function gatherStrided(src: TypedArray, shape: readonly number[], strides: readonly number[], offset: number): TypedArray {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const out = new (src.constructor as new (n: number) => TypedArray)(n);
+  const idx = new Array<number>(shape.length).fill(0);
+  let p = offset;
+  for (let i = 0; i < n; i++) {
+    out[i] = src[p]!;
+    for (let d = shape.length - 1; d >= 0; d--) {
+      idx[d]!++;
+      p += strides[d]!;
+      if (idx[d]! < shape[d]!) break;
+      p -= strides[d]! * shape[d]!;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,38 @@
+// Acquiring a WebGPU device. Browser-safe: it uses `navigator.gpu`, or the GPU object the
+// caller passes (kiln/node passes Dawn's, from the `webgpu` package). The adapter's own
+// limits are requested (compatibility-mode defaults bind only 4 storage buffers per shader).
+
+/// <reference types="@webgpu/types" />
+
+import { WebGpuBackend } from './index.js';
+import { WebGpuUnavailableError } from './errors.js';
+
+export interface WebGpuOptions {
+  /** the GPU object (default: navigator.gpu) */
+  readonly gpu?: GPU;
+  readonly powerPreference?: GPUPowerPreference;
+  /** 'compatibility' for OpenGL-class adapters (Dawn on Mesa llvmpipe, the software path) */
+  readonly featureLevel?: 'core' | 'compatibility';
+}
+
+const LIMITS = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupSizeY'] as const;
+
+/** A WebGPU backend on the first adapter found; throws WebGpuUnavailableError with the reason. */
+export async function requestWebGpuBackend(opts: WebGpuOptions = {}): Promise<WebGpuBackend> {
+  const gpu = opts.gpu ?? (typeof navigator !== 'undefined' ? (navigator as Navigator & { gpu?: GPU }).gpu : undefined);
+  if (!gpu) {
+    throw new WebGpuUnavailableError('no WebGPU here (navigator.gpu is undefined)', 'requestWebGpuBackend', "in a browser, use one with WebGPU enabled; in Node, import { requestWebGpuBackend } from 'kiln/node' (the `webgpu` package)");
+  }
+  const adapter = await gpu.requestAdapter({ powerPreference: opts.powerPreference, ...(opts.featureLevel ? { featureLevel: opts.featureLevel } : {}) } as GPURequestAdapterOptions);
+  if (!adapter) throw new WebGpuUnavailableError('no WebGPU adapter was found', 'requestWebGpuBackend', 'check the GPU driver, or use a software adapter (see src/backend/webgpu/README.md)');
+  const requiredLimits: Record<string, number> = {};
+  for (const l of LIMITS) requiredLimits[l] = adapter.limits[l];
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({ requiredLimits });
+  } catch (e) {
+    throw new WebGpuUnavailableError(`the adapter refused a device: ${(e as Error).message}`, 'requestWebGpuBackend');
+  }
+  const info = adapter.info ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim() : '';
+  return new WebGpuBackend(device, info);
+}

@@ -1,0 +1,346 @@
+// The WebGPU backend. Buffers live in GPU memory (float32 as f32, int32 as i32, bool as u32;
+// float64 buffers hold raw bytes so data can move through, but no kernel takes them). Every
+// kernel, eager or compiled, is a loop-IR kernel rendered as WGSL (render-wgsl.ts).
+//
+// Submission: launches record dispatches into one open compute pass; the pass is submitted
+// when the JavaScript turn ends (a microtask), or earlier when a write, read or buffer
+// destruction needs queue order. A compiled program's run is one synchronous call, so all
+// its kernels go in one command buffer, one submit.
+//
+// Errors the device reports later (validation, out of memory, a shader compile error, a lost
+// device) are kept and thrown by the next call, and reject pending reads: never swallowed.
+
+/// <reference types="@webgpu/types" />
+
+import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
+import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
+import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
+import type { LoopKernel } from '../../compiler/loop-ir.js';
+import { BufferPool } from './buffer-pool.js';
+import { eagerKernel, unsupported, UNSUPPORTED_EAGER } from './eager.js';
+import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuSyncReadError, WebGpuUnsupportedError, WebGpuValidationError } from './errors.js';
+import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
+import { normalStream, uniformStream } from '../../core/random.js';
+import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
+
+const MAP_READ = 1, COPY_DST = 8;
+const GPU_MAP_READ = 1;
+
+/** Buffers up to this many elements keep a host copy of what the host wrote (see readSync). */
+const SHADOW_MAX = 1 << 16;
+
+export class WebGpuBuffer implements BackendBuffer {
+  /**
+   * The host's copy of the contents, while no kernel has written the buffer since the host
+   * wrote all of it: constants made while tracing (masks, index tables) are read synchronously
+   * by the compiler, and this serves them without a GPU read.
+   */
+  host: TypedArray | undefined;
+  constructor(readonly dtype: DType, readonly size: number, readonly gpu: GPUBuffer) {}
+  /** bytes of data (bool is 4 bytes per element on the GPU) */
+  get bytes(): number {
+    return this.size * (this.dtype === 'float64' ? 8 : 4);
+  }
+}
+
+interface Compiled {
+  readonly w: WgslKernel;
+  readonly pipeline: GPUComputePipeline;
+}
+
+interface GpuKernel extends PreparedKernel {
+  /** loop kernels: rendered per alias pattern of the launch's buffers ('' = none) */
+  readonly variants?: Map<string, Compiled[]>;
+}
+
+export interface WebGpuStats {
+  dispatches: number;
+  submits: number;
+  pipelines: number;
+  reads: number;
+  buffersCreated: number;
+  buffersReused: number;
+}
+
+export class WebGpuBackend implements Backend {
+  readonly name = 'webgpu';
+  private readonly pool: BufferPool;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private submitQueued = false;
+  /** an error the device reported since the last call (thrown once) */
+  private pending: Error | null = null;
+  /** a lost device: every later call throws this */
+  private lost: WebGpuDeviceLostError | null = null;
+  /** asynchronous checks (error scopes) that reads wait for */
+  private checks: Promise<void>[] = [];
+  private readonly counters = { dispatches: 0, submits: 0, reads: 0 };
+  readonly maxStorageBuffers: number;
+
+  constructor(readonly device: GPUDevice, readonly adapterInfo = '') {
+    this.pool = new BufferPool(device);
+    this.maxStorageBuffers = device.limits.maxStorageBuffersPerShaderStage;
+    device.lost.then((info) => {
+      this.lost = new WebGpuDeviceLostError(`the GPU device was lost (${info.reason}): ${info.message}`, 'webgpu', 'tensors on it are gone: request a new backend and move the data again');
+    });
+    device.addEventListener('uncapturederror', (ev) => {
+      const err = (ev as GPUUncapturedErrorEvent).error;
+      this.fail(err.constructor?.name === 'GPUOutOfMemoryError'
+        ? new WebGpuOutOfMemoryError(err.message, 'webgpu', 'free tensors (kiln.scope, dispose) or use smaller batches')
+        : new WebGpuValidationError(err.message, 'webgpu', 'this is a kiln bug: please report it'));
+    });
+  }
+
+  get stats(): WebGpuStats {
+    return { ...this.counters, pipelines: this.pipelines.size, buffersCreated: this.pool.stats.created, buffersReused: this.pool.stats.reused };
+  }
+
+  private fail(e: Error): void {
+    this.pending ??= e;
+  }
+
+  /** Throws what the device reported since the last call. */
+  private check(): void {
+    if (this.lost) throw this.lost;
+    const e = this.pending;
+    if (e) {
+      this.pending = null;
+      throw e;
+    }
+  }
+
+  /** Runs `fn` inside an error scope; what it reports becomes a pending error. */
+  private scoped(filter: GPUErrorFilter, fn: () => void, onError: (e: GPUError) => Promise<Error> | Error): void {
+    this.device.pushErrorScope(filter);
+    fn();
+    this.checks.push(this.device.popErrorScope().then(async (e) => {
+      if (e) this.fail(await onError(e));
+    }));
+  }
+
+  // ---- memory ----
+
+  alloc(dtype: DType, size: number): BackendBuffer {
+    this.check();
+    const bytes = Math.max(4, size * (dtype === 'float64' ? 8 : 4));
+    const max = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
+    if (bytes > max) {
+      throw new WebGpuOutOfMemoryError(`a ${dtype} buffer of ${size} elements (${bytes} bytes) exceeds this device's largest storage binding (${max} bytes)`, 'alloc', 'split the tensor into smaller ones');
+    }
+    let gpu!: GPUBuffer;
+    this.scoped('out-of-memory', () => (gpu = this.pool.take(bytes)), (e) => new WebGpuOutOfMemoryError(`allocating ${bytes} bytes: ${e.message}`, 'alloc', 'free tensors (kiln.scope, dispose) or use smaller batches'));
+    return new WebGpuBuffer(dtype, size, gpu);
+  }
+
+  free(buf: BackendBuffer): void {
+    const b = buf as WebGpuBuffer;
+    if (this.pool.give(b.gpu)) return;
+    // destroying needs every recorded use submitted first
+    this.submit();
+    b.gpu.destroy();
+  }
+
+  write(buf: BackendBuffer, data: TypedArray, offset = 0): void {
+    this.check();
+    const b = buf as WebGpuBuffer;
+    // queue.writeBuffer runs before work submitted later: submit what is recorded first
+    this.submit();
+    const src = gpuArray(b.dtype, data);
+    b.host = offset === 0 && data.length === b.size && b.size <= SHADOW_MAX ? (TYPED_ARRAY[b.dtype] as unknown as { from(d: ArrayLike<number>): TypedArray }).from(data as ArrayLike<number>) : undefined;
+    this.device.queue.writeBuffer(b.gpu, offset * src.BYTES_PER_ELEMENT, src.buffer, src.byteOffset, src.byteLength);
+  }
+
+  readSync(buf: BackendBuffer): TypedArray {
+    const host = (buf as WebGpuBuffer).host;
+    if (host) return host;
+    throw new WebGpuSyncReadError('tensors on webgpu cannot be read synchronously (dataSync, item, toArray, printing, a graph break or a check that reads values)', 'read', 'use `await t.data()`; compiled functions on webgpu must not read tensor values while tracing (fullgraph)');
+  }
+
+  async read(buf: BackendBuffer): Promise<TypedArray> {
+    this.check();
+    const b = buf as WebGpuBuffer;
+    const bytes = Math.max(4, b.bytes);
+    this.submit();
+    const staging = this.device.createBuffer({ size: bytes, usage: MAP_READ | COPY_DST });
+    const enc = this.device.createCommandEncoder();
+    enc.copyBufferToBuffer(b.gpu, 0, staging, 0, bytes);
+    this.device.queue.submit([enc.finish()]);
+    this.counters.reads++;
+    const checks = this.checks.splice(0);
+    try {
+      await Promise.all([staging.mapAsync(GPU_MAP_READ), ...checks]);
+      this.check();
+      return fromGpu(b.dtype, b.size, staging.getMappedRange());
+    } catch (e) {
+      this.check();
+      throw e;
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Waits for the submitted work (and the error checks) to finish. */
+  async sync(): Promise<void> {
+    this.submit();
+    await Promise.all([this.device.queue.onSubmittedWorkDone(), ...this.checks.splice(0)]);
+    this.check();
+  }
+
+  // ---- kernels ----
+
+  prepare(spec: KernelSpec): PreparedKernel {
+    this.check();
+    if (UNSUPPORTED_EAGER.has(spec.kind)) throw unsupported(spec.kind);
+    if (spec.kind !== 'loop') return { spec };
+    const k: GpuKernel = { spec, variants: new Map() };
+    // render now: unsupported dtypes and binding limits surface when the program is built
+    k.variants!.set('', this.compile(spec.kernel, new Map()));
+    return k;
+  }
+
+  launch(kernel: PreparedKernel, args: KernelArgs): void {
+    this.check();
+    const k = kernel as GpuKernel;
+    if (k.spec.kind === 'loop' && args.kind === 'loop') {
+      const alias = aliases(k.spec.kernel, args.buffers);
+      let list = k.variants!.get(alias.key);
+      if (!list) k.variants!.set(alias.key, (list = this.compile(k.spec.kernel, alias.map)));
+      for (const c of list) this.dispatch(c, args.buffers);
+      return;
+    }
+    if (INDEXING_KINDS.has(k.spec.kind)) {
+      const { w, buffers } = renderIndexing(k.spec, args);
+      return this.dispatch({ w, pipeline: this.pipeline(w.code, w.writable) }, buffers);
+    }
+    if (k.spec.kind === 'random' && args.kind === 'random') return this.random(k.spec.dist, args);
+    const { kernel: lk, buffers } = eagerKernel(k.spec, args);
+    const alias = aliases(lk, buffers);
+    for (const c of this.compile(lk, alias.map)) this.dispatch(c, buffers);
+  }
+
+  /**
+   * Random numbers are drawn on the host from the same Philox stream as the CPU backend (the
+   * same seed gives the same tensor on both) and uploaded: exact parity, at the cost of a copy.
+   */
+  private random(dist: 'uniform' | 'normal', args: Extract<KernelArgs, { kind: 'random' }>): void {
+    const buf = args.out.buf as WebGpuBuffer;
+    const host = buf.dtype === 'float64' ? new Float64Array(args.size) : new Float32Array(args.size);
+    (dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, host);
+    this.write(buf, host, args.out.offset);
+  }
+
+  describe(spec: KernelSpec): string {
+    if (spec.kind !== 'loop') return JSON.stringify(spec);
+    return renderWgsl(spec.kernel).map((w) => `// ${w.name}: dispatch ${w.grid.join('x')}\n${w.code}`).join('\n\n');
+  }
+
+  /** WGSL for a loop kernel (for tests and logs). */
+  wgsl(k: LoopKernel): string[] {
+    return renderWgsl(k).map((w) => w.code);
+  }
+
+  private compile(k: LoopKernel, alias: AliasMap): Compiled[] {
+    return renderWgsl(k, alias).map((w) => {
+      if (w.bindings.length > this.maxStorageBuffers) {
+        throw new WebGpuUnsupportedError(`kernel ${w.name} reads and writes ${w.bindings.length} buffers, more than this device binds per shader (maxStorageBuffersPerShaderStage = ${this.maxStorageBuffers})`, 'webgpu', 'compile smaller functions (fewer tensors per fused kernel), or use a device with a higher limit');
+      }
+      return { w, pipeline: this.pipeline(w.code, w.writable) };
+    });
+  }
+
+  private pipeline(code: string, writable: readonly boolean[]): GPUComputePipeline {
+    const key = `${writable.map((w) => (w ? 'w' : 'r')).join('')}\n${code}`;
+    let p = this.pipelines.get(key);
+    if (p) return p;
+    let module!: GPUShaderModule;
+    this.scoped('validation', () => {
+      module = this.device.createShaderModule({ code });
+      // an explicit layout: 'auto' drops bindings the compiled WGSL does not touch
+      const bgl = this.device.createBindGroupLayout({
+        entries: writable.map((w, i) => ({ binding: i, visibility: 4 /* COMPUTE */, buffer: { type: w ? 'storage' : 'read-only-storage' } as GPUBufferBindingLayout })),
+      });
+      p = this.device.createComputePipeline({ layout: this.device.createPipelineLayout({ bindGroupLayouts: [bgl] }), compute: { module, entryPoint: 'main' } });
+    }, async (e) => {
+      const info = await module.getCompilationInfo();
+      const err = info.messages.find((m) => m.type === 'error');
+      const line = err?.lineNum;
+      return new WebGpuShaderError(`WGSL rejected${line ? ` at line ${line}` : ''}: ${err?.message ?? e.message}\n${numberedSource(code, line)}`, code, line);
+    });
+    this.pipelines.set(key, p!);
+    return p!;
+  }
+
+  private dispatch(c: Compiled, buffers: readonly BackendBuffer[]): void {
+    if (!this.pass) {
+      this.encoder = this.device.createCommandEncoder();
+      this.pass = this.encoder.beginComputePass();
+    }
+    const bindGroup = this.device.createBindGroup({
+      layout: c.pipeline.getBindGroupLayout(0),
+      entries: c.w.bindings.map((b, i) => ({ binding: i, resource: { buffer: (buffers[b] as WebGpuBuffer).gpu } })),
+    });
+    c.w.writable.forEach((w, i) => {
+      if (w) (buffers[c.w.bindings[i]!] as WebGpuBuffer).host = undefined;
+    });
+    this.pass.setPipeline(c.pipeline);
+    this.pass.setBindGroup(0, bindGroup);
+    this.pass.dispatchWorkgroups(...c.w.grid);
+    this.counters.dispatches++;
+    if (!this.submitQueued) {
+      this.submitQueued = true;
+      queueMicrotask(() => this.submit());
+    }
+  }
+
+  /** Submits the recorded dispatches (one command buffer). */
+  submit(): void {
+    this.submitQueued = false;
+    if (!this.pass) return;
+    this.pass.end();
+    this.device.queue.submit([this.encoder!.finish()]);
+    this.pass = null;
+    this.encoder = null;
+    this.counters.submits++;
+  }
+
+  /**
+   * Releases pooled buffers and the device, after the submitted work finished (destroying a
+   * device with work in flight crashed Dawn's OpenGL backend here).
+   */
+  async destroy(): Promise<void> {
+    this.submit();
+    await this.device.queue.onSubmittedWorkDone();
+    this.pool.clear();
+    this.device.destroy();
+  }
+}
+
+/** Logical buffers of a kernel that are the same GPU buffer in this launch (see AliasMap). */
+function aliases(k: LoopKernel, buffers: readonly BackendBuffer[]): { key: string; map: Map<number, number> } {
+  const first = new Map<GPUBuffer, number>();
+  const map = new Map<number, number>();
+  buffers.forEach((b, i) => {
+    if (!b) return;
+    const g = (b as WebGpuBuffer).gpu;
+    const f = first.get(g);
+    if (f === undefined) first.set(g, i);
+    else map.set(i, f);
+  });
+  if (map.size === 0) return { key: '', map };
+  void k;
+  return { key: [...map].map(([a, b]) => `${a}=${b}`).join(','), map };
+}
+
+function gpuArray(dtype: DType, data: TypedArray): Float32Array | Int32Array | Uint32Array | Float64Array {
+  if (dtype === 'float32') return data instanceof Float32Array ? data : Float32Array.from(data as ArrayLike<number>);
+  if (dtype === 'int32') return data instanceof Int32Array ? data : Int32Array.from(data as ArrayLike<number>);
+  if (dtype === 'bool') return Uint32Array.from(data as ArrayLike<number>, (v) => (v ? 1 : 0));
+  return data instanceof Float64Array ? data : Float64Array.from(data as ArrayLike<number>);
+}
+
+function fromGpu(dtype: DType, size: number, bytes: ArrayBuffer): TypedArray {
+  if (dtype === 'bool') return Uint8Array.from(new Uint32Array(bytes, 0, size));
+  const T = TYPED_ARRAY[dtype] as unknown as new (b: ArrayBuffer) => TypedArray;
+  return new T(bytes.slice(0, size * (dtype === 'float64' ? 8 : 4)));
+}

@@ -1,0 +1,13 @@
+// Registers kiln.compile's backend 'webgpu': compiled programs run their loop kernels as WGSL
+// over GPU buffers, so the default backend must be a WebGpuBackend (its buffers are the
+// program's inputs and outputs). Browser-safe: imported by 'kiln'.
+
+import { registerKernelBackend } from '../../compiler/compile.js';
+import { ArgumentError } from '../../core/errors.js';
+import { runtime } from '../../ops/dispatch.js';
+import { WebGpuBackend } from './index.js';
+
+registerKernelBackend('webgpu', () => {
+  if (runtime.backend instanceof WebGpuBackend) return runtime.backend;
+  throw new ArgumentError(`backend 'webgpu' runs over GPU buffers, but the default backend is '${runtime.backend.name}'`, 'kiln.compile', 'kiln.setDefaultBackend(await kiln.requestWebGpuBackend()) first (kiln/node in Node), and create or move the tensors there');
+});

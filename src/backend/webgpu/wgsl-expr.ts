@@ -1,0 +1,213 @@
+// Loop-IR expressions as typed WGSL. JavaScript computes every value as a Number; WGSL is
+// typed, so each rendered value carries its WGSL type (float32 -> f32, int32 -> i32, bool ->
+// u32 holding 0/1) and arguments are converted where an op needs them in another type.
+
+import type { DType } from '../../core/dtype.js';
+import type { LExpr } from '../../compiler/loop-ir.js';
+import type { ScalarOp } from '../scalar-expr.js';
+import { isBoolResult } from '../scalar-expr.js';
+import { float64Error } from './errors.js';
+
+export type WType = 'f32' | 'i32' | 'u32';
+
+export interface Typed {
+  readonly code: string;
+  readonly type: WType;
+}
+
+export function wtype(d: DType, op = 'webgpu'): WType {
+  if (d === 'float32') return 'f32';
+  if (d === 'int32') return 'i32';
+  if (d === 'bool') return 'u32';
+  throw float64Error(op);
+}
+
+/** WGSL helpers the expressions call (emitted once per shader when used). */
+export const HELPERS: Record<string, string> = {
+  // non-finite constants must not be const-expressions (WGSL rejects inf/NaN at compile time)
+  kinf: 'fn kinf() -> f32 { var u = 0x7f800000u; return bitcast<f32>(u); }',
+  knan: 'fn knan() -> f32 { var u = 0x7fc00000u; return bitcast<f32>(u); }',
+  // NaN tests on the bits: compilers may assume x == x
+  kisnan: 'fn kisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }',
+  kisinf: 'fn kisinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }',
+  klog1p: 'fn klog1p(x: f32) -> f32 { let u = 1.0 + x; if (u == 1.0) { return x; } return log(u) * x / (u - 1.0); }',
+  kexpm1: 'fn kexpm1(x: f32) -> f32 { let u = exp(x); if (u == 1.0) { return x; } let um = u - 1.0; if (um == -1.0) { return -1.0; } return um * x / log(u); }',
+  // Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7: below float32 tolerance)
+  kerf: 'fn kerf(x: f32) -> f32 { let a = abs(x); let t = 1.0 / (1.0 + 0.3275911 * a); let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a); return select(y, -y, x < 0.0); }',
+  // tanh overflows to NaN in some implementations for |x| > ~44; tanh(+-15) is +-1 in f32
+  ktanh: 'fn ktanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }',
+  // JS Math.pow: negative bases with integer exponents, x^0 = 1
+  kpow: 'fn kpow(x: f32, y: f32) -> f32 { if (y == 0.0) { return 1.0; } let r = pow(abs(x), y); if (x >= 0.0) { return r; } if (fract(y) != 0.0) { return knan(); } if ((i32(y) & 1) != 0) { return -r; } return r; }',
+  ksign: 'fn ksign(x: f32) -> f32 { if (kisnan(x)) { return x; } return sign(x); }',
+  // JS Math.max/min propagate NaN
+  kmax: 'fn kmax(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } return max(a, b); }',
+  kmin: 'fn kmin(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } return min(a, b); }',
+  krelu: 'fn krelu(x: f32) -> f32 { if (kisnan(x)) { return x; } return max(x, 0.0); }',
+};
+const HELPER_DEPS: Record<string, string[]> = { kpow: ['knan'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
+
+/** Collects the helpers a shader uses, in dependency order. */
+export class HelperSet {
+  private readonly used = new Set<string>();
+  use(name: string): string {
+    for (const d of HELPER_DEPS[name] ?? []) this.use(d);
+    this.used.add(name);
+    return name;
+  }
+  source(): string {
+    return [...this.used].map((n) => HELPERS[n]!).join('\n');
+  }
+}
+
+export function f32Literal(v: number, h: HelperSet): string {
+  if (Number.isNaN(v)) return `${h.use('knan')}()`;
+  if (v === Infinity || v > 3.4028234663852886e38) return `${h.use('kinf')}()`;
+  if (v === -Infinity || v < -3.4028234663852886e38) return `(-${h.use('kinf')}())`;
+  const s = String(v);
+  return `f32(${/[.e]/.test(s) ? s : `${s}.0`})`;
+}
+
+export function literal(v: number, t: WType, h: HelperSet): string {
+  if (t === 'f32') return f32Literal(v, h);
+  if (t === 'u32') return v !== 0 ? '1u' : '0u';
+  const i = Number.isFinite(v) ? Math.trunc(v) | 0 : 0;
+  return i < 0 ? `(${i})` : `${i}`;
+}
+
+/** Converts a value to another WGSL type with JavaScript's semantics (bool: non-zero). */
+export function convert(x: Typed, to: WType): string {
+  if (x.type === to) return x.code;
+  if (to === 'u32') return `select(0u, 1u, ${x.code} != ${x.type === 'f32' ? '0.0' : x.type === 'i32' ? '0' : '0u'})`;
+  return `${to}(${x.code})`;
+}
+
+/** The dtype a store of `d` has in WGSL (bool is stored as u32). */
+export const storeType = wtype;
+
+export interface ExprEnv {
+  readonly h: HelperSet;
+  load(buf: number, e: Extract<LExpr, { k: 'load' }>): string;
+  tmpType(id: number): WType;
+  /** name of a tmp (default t<id>) */
+  tmpName?(id: number): string;
+  redType(id: number): WType;
+  redName?(id: number): string;
+  accType?: WType;
+}
+
+const join = (a: WType, b: WType): WType => (a === 'f32' || b === 'f32' ? 'f32' : 'i32');
+
+export function render(e: LExpr, env: ExprEnv): Typed {
+  switch (e.k) {
+    case 'load': return { code: env.load(e.buf, e), type: wtype(e.dtype) };
+    // a bare constant is f32 unless it is used where another type is needed (see renderAs)
+    case 'const': return { code: f32Literal(e.v, env.h), type: 'f32' };
+    case 'tmp': return { code: env.tmpName?.(e.id) ?? `t${e.id}`, type: env.tmpType(e.id) };
+    case 'red': return { code: env.redName?.(e.id) ?? `r${e.id}`, type: env.redType(e.id) };
+    case 'acc': return { code: 'acc', type: env.accType ?? 'f32' };
+    case 'cast': return { code: castTo(render(e.a, env), wtype(e.dtype, 'cast')), type: wtype(e.dtype, 'cast') };
+    case 'op': return renderOp(e.op, wtype(e.dtype, e.op), e.a, env);
+  }
+}
+
+/** Renders `e` directly in type `t` (constants become literals of that type). */
+export function renderAs(e: LExpr, t: WType, env: ExprEnv): string {
+  if (e.k === 'const') return literal(e.v, t, env.h);
+  return convert(render(e, env), t);
+}
+
+/** A cast (float -> int truncates; -> bool tests non-zero). */
+function castTo(x: Typed, t: WType): string {
+  return convert(x, t);
+}
+
+function renderOp(op: ScalarOp, rt: WType, args: readonly LExpr[], env: ExprEnv): Typed {
+  const h = env.h;
+  if (isBoolResult(op)) {
+    if (op === 'logicalNot' || op === 'isnan' || op === 'isinf') {
+      const a = render(args[0]!, env);
+      if (op === 'logicalNot') return bool(`${a.code} == ${zero(a.type)}`);
+      if (a.type !== 'f32') return { code: '0u', type: 'u32' };
+      return bool(`${h.use(op === 'isnan' ? 'kisnan' : 'kisinf')}(${a.code})`);
+    }
+    if (op === 'logicalAnd' || op === 'logicalOr' || op === 'logicalXor') {
+      const [a, b] = args.map((x) => render(x, env)) as [Typed, Typed];
+      const ta = `(${a.code} != ${zero(a.type)})`, tb = `(${b.code} != ${zero(b.type)})`;
+      return bool(op === 'logicalAnd' ? `${ta} && ${tb}` : op === 'logicalOr' ? `${ta} || ${tb}` : `${ta} != ${tb}`);
+    }
+    // comparisons in the promoted type of the arguments
+    const ra = args.map((x) => (x.k === 'const' ? null : render(x, env)));
+    const ct = ra.reduce<WType | null>((t, x) => (x ? (t ? join(t, x.type) : x.type === 'u32' ? 'i32' : x.type) : t), null) ?? 'f32';
+    const [a, b] = args.map((x, i) => (ra[i] ? convert(ra[i]!, ct) : renderAs(x, ct, env)));
+    const sym = { eq: '==', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' }[op as 'eq'];
+    return bool(`${a} ${sym} ${b}`);
+  }
+  if (op === 'where') {
+    const c = render(args[0]!, env);
+    return { code: `select(${renderAs(args[2]!, rt, env)}, ${renderAs(args[1]!, rt, env)}, ${c.code} != ${zero(c.type)})`, type: rt };
+  }
+  // arithmetic in the result type
+  const a = args.map((x) => renderAs(x, rt, env));
+  const code = rt === 'f32' ? floatOp(op, a, h) : intOp(op, rt, a, h);
+  return { code, type: rt };
+}
+
+const zero = (t: WType) => (t === 'f32' ? '0.0' : t === 'i32' ? '0' : '0u');
+const bool = (cond: string): Typed => ({ code: `select(0u, 1u, ${cond})`, type: 'u32' });
+
+function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
+  switch (op) {
+    case 'neg': return `(-${a})`;
+    case 'abs': return `abs(${a})`;
+    case 'exp': return `exp(${a})`;
+    case 'log': return `log(${a})`;
+    case 'log1p': return `${h.use('klog1p')}(${a})`;
+    case 'expm1': return `${h.use('kexpm1')}(${a})`;
+    case 'sqrt': return `sqrt(${a})`;
+    case 'rsqrt': return `(1.0 / sqrt(${a}))`;
+    case 'sin': return `sin(${a})`;
+    case 'cos': return `cos(${a})`;
+    case 'tanh': return `${h.use('ktanh')}(${a})`;
+    case 'sigmoid': return `(1.0 / (1.0 + exp(-${a})))`;
+    case 'relu': return `${h.use('krelu')}(${a})`;
+    case 'gelu': return `(0.5 * ${a} * (1.0 + ${h.use('kerf')}(${a} * 0.7071067811865476)))`;
+    case 'geluTanh': return `(0.5 * ${a} * (1.0 + ${h.use('ktanh')}(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`;
+    case 'silu': return `(${a} / (1.0 + exp(-${a})))`;
+    case 'softplus': return `select(${h.use('klog1p')}(exp(${a})), ${a}, ${a} > 20.0)`;
+    case 'erf': return `${h.use('kerf')}(${a})`;
+    case 'sign': return `${h.use('ksign')}(${a})`;
+    case 'floor': return `floor(${a})`;
+    case 'ceil': return `ceil(${a})`;
+    case 'round': return `round(${a})`; // WGSL rounds half to even, as kiln does
+    case 'reciprocal': return `(1.0 / ${a})`;
+    case 'identity': return a!;
+    case 'add': return `(${a} + ${b})`;
+    case 'sub': return `(${a} - ${b})`;
+    case 'mul': return `(${a} * ${b})`;
+    case 'div': return `(${a} / ${b})`;
+    case 'pow': return `${h.use('kpow')}(${a}, ${b})`;
+    case 'maximum': return `${h.use('kmax')}(${a}, ${b})`;
+    case 'minimum': return `${h.use('kmin')}(${a}, ${b})`;
+    default: throw new Error(`kiln internal: ${op} has no float rendering`);
+  }
+}
+
+/** int32 arithmetic wraps in WGSL, as it does in kiln's JS kernels (| 0, Math.imul). */
+function intOp(op: ScalarOp, t: WType, [a, b]: string[], h: HelperSet): string {
+  const f = (x: string) => `f32(${x})`;
+  switch (op) {
+    case 'neg': return `(-${a})`;
+    case 'abs': return t === 'u32' ? a! : `abs(${a})`;
+    case 'sign': return `sign(${a})`;
+    case 'floor': case 'ceil': case 'round': case 'identity': return a!;
+    case 'add': return `(${a} + ${b})`;
+    case 'sub': return `(${a} - ${b})`;
+    case 'mul': return `(${a} * ${b})`;
+    case 'maximum': return `max(${a}, ${b})`;
+    case 'minimum': return `min(${a}, ${b})`;
+    case 'pow': return `${t}(${h.use('kpow')}(${f(a!)}, ${f(b!)}))`;
+    case 'relu': return t === 'u32' ? a! : `max(${a}, 0)`;
+    // anything else computes in f32 and converts (kiln promotes these to float anyway)
+    default: return `${t}(${floatOp(op, [f(a!), b === undefined ? '' : f(b)], h)})`;
+  }
+}

@@ -1,0 +1,314 @@
+// The WebGPU backend: the op table eager and compiled on WebGPU against the float64
+// reference (float32 inputs; float64 inputs must raise the typed dtype error or, for views
+// that run no kernel, give the right values), random graphs compiled on WebGPU against eager
+// CPU, an MLP training step against the CPU, and the runtime's errors.
+//
+// Needs a WebGPU adapter. Without a GPU, Dawn (the `webgpu` package) runs on its OpenGL backend
+// over Mesa llvmpipe (Debian: libegl-mesa0 libgl1-mesa-dri libgbm1); see
+// src/backend/webgpu/README.md. Skipped, with the reason printed, where no adapter is found.
+//
+// Inputs are made on the CPU backend (the op table's generators read values synchronously),
+// then uploaded with their views intact; results are read back with `await t.data()`.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import * as kiln from 'kiln';
+import { requestWebGpuBackend } from 'kiln/node';
+import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, mismatch, type OpCase } from './op-table.js';
+import { opArb, program, shapeArb, type Op } from './helpers/random-graphs.js';
+
+const cpu = new kiln.JsBackend();
+kiln.setDefaultBackend(cpu);
+let gpu: kiln.WebGpuBackend | null = null;
+let why = '';
+try {
+  gpu = await requestWebGpuBackend();
+  console.log(`# webgpu adapter: ${gpu.adapterInfo}`);
+} catch (e) {
+  why = (e as Error).message.split('\n')[0]!;
+  console.log(`# webgpu tests skipped: ${why}`);
+}
+const skip = gpu ? false : `no WebGPU adapter: ${why}`;
+after(async () => {
+  kiln.setDefaultBackend(cpu);
+  await gpu?.destroy();
+});
+
+const base = baseSeed();
+const RANDOM = /dropout/;
+/** cases that read tensor values while they run (oneHot infers its class count): a sync read */
+const READS_DATA = /oneHot.*infer|oneHot$/;
+/**
+ * compiled: the tracer captures a mask computed by GPU kernels while tracing (triu/tril, causal
+ * attention) as a constant, reading it synchronously: WebGpuSyncReadError (a compiler change)
+ */
+const CAPTURES_GPU_CONSTANT = /^(triu|tril|sdpa causal)/;
+/** ops with no WebGPU kernel yet (WebGpuUnsupportedError): conv and pooling (im2col/col2im) */
+const UNSUPPORTED_OPS = new Set(['im2col', 'col2im']);
+
+const onCpu = <T>(fn: () => T): T => {
+  kiln.setDefaultBackend(cpu);
+  return fn();
+};
+const onGpu = <T>(fn: () => T): T => {
+  kiln.setDefaultBackend(gpu!);
+  try {
+    return fn();
+  } finally {
+    kiln.setDefaultBackend(cpu);
+  }
+};
+
+/** GPU tensors read back into CPU tensors (same shape and dtype). */
+async function download(ts: readonly kiln.Tensor[]): Promise<kiln.Tensor[]> {
+  const out: kiln.Tensor[] = [];
+  for (const t of ts) {
+    const d = await t.data();
+    out.push(onCpu(() => kiln.tensor(d as Float32Array, [...t.shape], { dtype: t.dtype })));
+  }
+  return out;
+}
+
+type Outcome = { ok: true } | { ok: false; unsupported: string } | { ok: false; failure: string };
+
+/** Expected ways for a case to stop on WebGPU: an op without a kernel, or a synchronous read. */
+function classify(c: OpCase, e: unknown, mode: 'eager' | 'compiled'): Outcome {
+  if (e instanceof kiln.WebGpuUnsupportedError && UNSUPPORTED_OPS.has(e.op ?? '')) return { ok: false, unsupported: `${e.op}` };
+  if (e instanceof kiln.WebGpuSyncReadError && READS_DATA.test(c.name)) return { ok: false, unsupported: 'sync read' };
+  if (e instanceof kiln.WebGpuSyncReadError && mode === 'compiled' && CAPTURES_GPU_CONSTANT.test(c.name)) return { ok: false, unsupported: 'a GPU-computed constant captured while tracing' };
+  return { ok: false, failure: `${c.name}: ${(e as Error).stack ?? e}` };
+}
+
+async function runCase(c: OpCase, mode: 'eager' | 'compiled', dtype: 'float32' | 'float64' = 'float32'): Promise<Outcome> {
+  const seed = caseSeed(base, c.name);
+  const made: kiln.Tensor[] = [];
+  try {
+    const { inputs, refs } = onCpu(() => withSeed(base, seed, () => {
+      const rng = new Rng(seed, dtype);
+      const xs = c.make(rng);
+      made.push(...xs);
+      const nd = xs.map(toND);
+      return { inputs: xs.map((x) => kiln.toBackend(x, gpu!)), before: nd, refs: asList(c.reference(nd)) };
+    }));
+    made.push(...inputs);
+    const fn = (...xs: kiln.Tensor[]) => c.run(kiln, xs);
+    const calls = mode === 'eager' ? ['eager'] : ['trace', 'replay'];
+    if (mode === 'compiled') kiln.compiler.reset();
+    const compiled = mode === 'compiled' ? kiln.compile(fn, { backend: 'webgpu', fullgraph: !READS_DATA.test(c.name) }) : null;
+    for (const call of calls) {
+      const fallbacks = kiln.stats().fusionFallbacks;
+      const outs = onGpu(() => asList((compiled ?? fn)(...inputs) as kiln.Tensor | readonly kiln.Tensor[]));
+      made.push(...outs);
+      if (compiled) assert.equal(kiln.stats().fusionFallbacks, fallbacks, `${c.name}: fusion fell back to recorded eager kernels`);
+      const host = await download(outs);
+      made.push(...host);
+      if (RANDOM.test(c.name)) {
+        assert.deepEqual(host.map((o) => o.shape), refs.map((r) => r.shape));
+        continue;
+      }
+      const outDType = c.outDType ?? dtype;
+      checkOutputs(`${c.name} (webgpu ${call}, ${dtype})`, host, refs, outDType, dtype === 'float64' && outDType === 'float64' ? { atol: 1e-10, rtol: 1e-9 } : c.tol ?? FLOAT32_TOL);
+    }
+    return { ok: true };
+  } catch (e) {
+    if (dtype === 'float64' && e instanceof kiln.DTypeError && /float64 is not supported on webgpu/.test(e.message) && /\.float\(\)/.test(e.message)) return { ok: false, unsupported: 'float64' };
+    return classify(c, e, mode);
+  } finally {
+    onCpu(() => made.forEach((t) => t.dispose()));
+  }
+}
+
+async function runTable(mode: 'eager' | 'compiled'): Promise<void> {
+  const failures: string[] = [];
+  const unsupported = new Map<string, string[]>();
+  let passed = 0;
+  for (const c of OP_TABLE) {
+    if (process.env.KILN_WG_DEBUG) console.log(`# ${mode} ${c.name}`);
+    const r = await runCase(c, mode);
+    if (r.ok) passed++;
+    else if ('failure' in r) failures.push(r.failure);
+    else unsupported.set(r.unsupported, [...(unsupported.get(r.unsupported) ?? []), c.name]);
+  }
+  for (const [why, names] of unsupported) console.log(`# webgpu ${mode}: ${names.length} cases stop with the typed error for ${why}: ${names.join(', ')}`);
+  console.log(`# webgpu ${mode}: ${passed} of ${OP_TABLE.length} op-table cases equal the float64 reference`);
+  assert.deepEqual(failures, []);
+  // the typed stops are only the known gaps (conv/pool, oneHot's read): everything else ran
+  assert.ok(passed >= OP_TABLE.length - [...unsupported.values()].flat().length && passed > OP_TABLE.length * 0.9, `${passed} passed`);
+}
+
+test('webgpu: every op-table case eager equals the float64 reference', { skip }, async () => {
+  await runTable('eager');
+});
+
+test('webgpu: every op-table case compiled (backend webgpu) equals the float64 reference', { skip }, async () => {
+  await runTable('compiled');
+});
+
+test('webgpu: float64 inputs raise the typed dtype error (or, for views, move through intact)', { skip }, async () => {
+  const failures: string[] = [];
+  let raised = 0;
+  for (const c of OP_TABLE) {
+    const r = await runCase(c, 'eager', 'float64');
+    if (r.ok) continue;
+    if ('failure' in r) failures.push(r.failure);
+    else if (r.unsupported === 'float64') raised++;
+  }
+  assert.deepEqual(failures, []);
+  assert.ok(raised > OP_TABLE.length / 2, `${raised} cases raised the float64 error`);
+});
+
+// ---- random graphs: compiled on WebGPU vs eager on the CPU ----
+
+const graphArb = fc.tuple(shapeArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 3 }), fc.nat(1000));
+
+async function checkGraph([[a, b, c], ops, nOut, seed]: [[number, number, number], Op[], number, number]): Promise<void> {
+  const made: kiln.Tensor[] = [];
+  try {
+    kiln.compiler.reset();
+    const fn = program(ops, nOut);
+    const { inputs, eager } = onCpu(() => {
+      kiln.manualSeed(seed);
+      const xs = [kiln.randn([a, b, c]), kiln.randn([b, c]), kiln.randn([1, c]), kiln.randn([c, c])];
+      const e = fn(...xs);
+      made.push(...xs, ...e);
+      return { inputs: xs.map((x) => kiln.toBackend(x, gpu!)), eager: e.map((t) => ({ shape: t.shape, data: Array.from(t.dataSync()) })) };
+    });
+    made.push(...inputs);
+    const compiled = kiln.compile(fn, { backend: 'webgpu', fullgraph: true });
+    for (const call of ['trace', 'replay']) {
+      const got = onGpu(() => compiled(...inputs));
+      made.push(...got);
+      assert.equal(got.length, eager.length);
+      for (let i = 0; i < got.length; i++) {
+        assert.deepEqual(got[i]!.shape, eager[i]!.shape, `${call} output ${i} shape`);
+        const x = await got[i]!.data();
+        const y = eager[i]!.data;
+        let scale = 1e-3;
+        for (const v of y) scale = Math.max(scale, Math.abs(v));
+        for (let k = 0; k < y.length; k++) {
+          const bad = !(Math.abs(x[k]! - y[k]!) <= 2e-5 * scale + 1e-5) && !(Number.isNaN(x[k]!) && Number.isNaN(y[k]!)) && x[k] !== y[k];
+          if (bad) assert.fail(`webgpu ${call} output ${i}[${k}]: compiled ${x[k]} vs eager CPU ${y[k]} (ops ${JSON.stringify(ops)}, shape ${[a, b, c]})`);
+        }
+      }
+    }
+  } finally {
+    onCpu(() => made.forEach((t) => t.dispose()));
+  }
+}
+
+test('webgpu: random graphs compiled on webgpu equal eager on the CPU', { skip }, async () => {
+  for (const g of fc.sample(graphArb, { numRuns: 40, seed: 20261130 })) await checkGraph(g);
+});
+
+// ---- a training step ----
+
+async function mlpTrain(where: 'cpu' | 'gpu-eager' | 'gpu-compiled'): Promise<{ losses: number[]; params: number[][] }> {
+  const dev = where === 'cpu' ? cpu : gpu!;
+  kiln.setDefaultBackend(dev);
+  try {
+    kiln.compiler.reset();
+    kiln.manualSeed(7);
+    // parameters are initialized on the device itself (random numbers: the same stream as the CPU)
+    const model = new kiln.nn.Sequential(new kiln.nn.Linear(12, 32), new kiln.nn.ReLU(), new kiln.nn.Linear(32, 16), new kiln.nn.Tanh(), new kiln.nn.Linear(16, 3));
+    const optim = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
+    // data on the CPU, uploaded (randint draws float64 numbers, which no WGSL kernel takes);
+    // the global generator's stream continues in the same order on both paths
+    kiln.setDefaultBackend(cpu);
+    const x = kiln.keep(kiln.toBackend(kiln.randn([64, 12]), dev));
+    const y = kiln.keep(kiln.toBackend(kiln.randint(0, 3, [64]), dev));
+    kiln.setDefaultBackend(dev);
+    const step = (xb: kiln.Tensor, yb: kiln.Tensor) => {
+      optim.zeroGrad();
+      const loss = kiln.crossEntropy(model.call(xb), yb);
+      loss.backward();
+      optim.step();
+      return loss;
+    };
+    const run = where === 'gpu-compiled' ? kiln.compile(step, { backend: 'webgpu', fullgraph: true }) : step;
+    const losses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const loss = kiln.scope(() => kiln.keep(run(x, y) as kiln.Tensor));
+      losses.push((await loss.data())[0]!);
+      loss.dispose();
+    }
+    const params: number[][] = [];
+    for (const p of model.parameters()) params.push(Array.from(await p.data()));
+    return { losses, params };
+  } finally {
+    kiln.setDefaultBackend(cpu);
+  }
+}
+
+async function checkMlp(where: 'gpu-eager' | 'gpu-compiled'): Promise<void> {
+  const ref = await mlpTrain('cpu');
+  const got = await mlpTrain(where);
+  got.losses.forEach((l, i) => assert.ok(Math.abs(l - ref.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(ref.losses[i]!)), `${where} step ${i}: loss ${l} vs CPU ${ref.losses[i]}`));
+  got.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - ref.params[i]![j]!) <= 1e-4, `${where} param ${i}[${j}]: ${v} vs CPU ${ref.params[i]![j]}`)));
+}
+
+test('webgpu: an MLP training step (Adam) eager on webgpu equals the CPU', { skip }, async () => {
+  await checkMlp('gpu-eager');
+});
+
+// Known gap: the compiler's constant folding reads captured tensors (Adam's state made on the
+// GPU) synchronously, which throws WebGpuSyncReadError; needs a compiler change (see README).
+test('webgpu: an MLP training step (Adam) compiled on webgpu equals the CPU', { skip, todo: 'constant folding reads captured GPU tensors synchronously' }, async () => {
+  await checkMlp('gpu-compiled');
+});
+
+// ---- the runtime ----
+
+test('webgpu: synchronous reads throw the typed error that names await t.data()', { skip }, async () => {
+  const t = onGpu(() => kiln.ones([3]));
+  assert.throws(() => t.dataSync(), (e: unknown) => e instanceof kiln.WebGpuSyncReadError && /await t\.data\(\)/.test((e as Error).message));
+  const one = onGpu(() => kiln.ones([1]).add(1));
+  assert.throws(() => one.item(), kiln.WebGpuSyncReadError);
+  assert.deepEqual(Array.from(await one.data()), [2]);
+  assert.deepEqual(Array.from(await t.data()), [1, 1, 1]);
+  // a non-contiguous view reads asynchronously too
+  const m = onGpu(() => kiln.toBackend(onCpu(() => kiln.tensor([[1, 2, 3], [4, 5, 6]])), gpu!).transpose(0, 1));
+  assert.deepEqual(Array.from(await m.data()), [1, 4, 2, 5, 3, 6]);
+  onCpu(() => (t.dispose(), m.dispose(), one.dispose()));
+});
+
+test('webgpu: a compiled program is one submission, and buffers are reused', { skip }, async () => {
+  const x = onGpu(() => kiln.keep(kiln.randn([64, 32])));
+  const w = onGpu(() => kiln.keep(kiln.randn([32, 16])));
+  const f = kiln.compile((a: kiln.Tensor, b: kiln.Tensor) => kiln.softmax(kiln.matmul(a, b).relu(), -1).sum(0), { backend: 'webgpu', fullgraph: true });
+  for (let i = 0; i < 2; i++) await onGpu(() => kiln.scope(() => kiln.keep(f(x, w)))).data();
+  const s0 = gpu!.stats;
+  const out = onGpu(() => f(x, w));
+  await gpu!.sync();
+  const s1 = gpu!.stats;
+  assert.ok(s1.dispatches - s0.dispatches >= 2, 'the program dispatched its kernels');
+  assert.equal(s1.submits - s0.submits, 1, 'all of them in one submit');
+  assert.ok(s1.buffersReused > 0, 'freed buffers were reused from the pool');
+  onCpu(() => [x, w, out].forEach((t) => t.dispose()));
+});
+
+test('webgpu: conv2d raises the typed not-supported error naming the op', { skip }, () => {
+  const x = onGpu(() => kiln.zeros([1, 1, 4, 4]));
+  const k = onGpu(() => kiln.zeros([1, 1, 3, 3]));
+  assert.throws(() => onGpu(() => kiln.conv2d(x, k)), (e: unknown) => e instanceof kiln.WebGpuUnsupportedError && /im2col.*not supported on webgpu yet/.test((e as Error).message));
+  onCpu(() => (x.dispose(), k.dispose()));
+});
+
+test('webgpu: WGSL the device rejects is a typed error with the source and the line', { skip }, async () => {
+  const bad = (gpu as unknown as { pipeline(code: string, w: boolean[]): unknown }).pipeline('@compute @workgroup_size(1)\nfn main() {\n  let x: f32 = undefined_thing;\n}', []);
+  void bad;
+  await assert.rejects(gpu!.sync(), (e: unknown) => {
+    assert.ok(e instanceof kiln.WebGpuShaderError, String(e));
+    assert.equal((e as kiln.WebGpuShaderError).line, 3);
+    assert.match((e as Error).message, />> +3 \| +let x: f32 = undefined_thing;/);
+    return true;
+  });
+});
+
+test('webgpu: compiling for webgpu while the default backend is the CPU is a typed error', { skip }, () => {
+  const x = onCpu(() => kiln.ones([2]));
+  assert.throws(() => kiln.compile((t: kiln.Tensor) => t.add(1), { backend: 'webgpu' })(x), (e: unknown) => e instanceof kiln.ArgumentError && /default backend is 'js'/.test((e as Error).message));
+  x.dispose();
+});
+
+void mismatch;
