@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as kiln from 'kiln';
-import { loadSafetensors, saveSafetensors } from 'kiln/node';
+import { loadSafetensors, nativeUnavailableReason, saveSafetensors } from 'kiln/node';
 import { GPT } from '../examples/gpt.js';
 
 const { nn } = kiln;
@@ -128,7 +128,7 @@ export function assertCloseOrAsAccurate(actual: Tensor, expected: Tensor, exact:
 }
 
 /** AdamW training steps over a model (compiled when a name is given). */
-function adamwSteps(spec: ModelSpec, m: kiln.nn.AnyModule, compiledName: string | null): (...ins: Tensor[]) => Tensor {
+function adamwSteps(spec: ModelSpec, m: kiln.nn.AnyModule, compiledName: string | null, backend?: string): (...ins: Tensor[]) => Tensor {
   const opt = new kiln.optim.AdamW(m.parameters(), { lr: ADAMW.lr, betas: ADAMW.betas, eps: ADAMW.eps, weightDecay: ADAMW.weightDecay });
   const trainStep = (...ins: Tensor[]): Tensor => {
     opt.zeroGrad();
@@ -137,7 +137,7 @@ function adamwSteps(spec: ModelSpec, m: kiln.nn.AnyModule, compiledName: string 
     opt.step();
     return loss;
   };
-  return compiledName ? kiln.compile(trainStep, { fullgraph: true, name: compiledName }) : trainStep;
+  return compiledName ? kiln.compile(trainStep, { fullgraph: true, name: compiledName, backend }) : trainStep;
 }
 
 // ---- the models, with torch_fixtures.py's state-dict keys ------------------------------------
@@ -292,7 +292,7 @@ export interface ParityReport {
  * outputs, loss, every gradient and (where the fixture has after.*) the 5-step AdamW
  * trajectory, eagerly or compiled. Throws on the first mismatch.
  */
-export async function checkModelParity(dir: string, name: string, mode: 'eager' | 'compiled'): Promise<ParityReport> {
+export async function checkModelParity(dir: string, name: string, mode: ParityMode): Promise<ParityReport> {
   const spec = MODELS[name];
   assert.ok(spec, `no kiln model for fixture '${name}'`);
   const f = await loadFixture(dir, name);
@@ -320,10 +320,10 @@ export async function checkModelParity(dir: string, name: string, mode: 'eager' 
       loss.backward();
       return [...Object.values(outputs), loss];
     };
-    const fb = mode === 'compiled' ? kiln.compile(forwardBackward, { fullgraph: true, name: `${name}_fwd_bwd` }) : forwardBackward;
+    const fb = mode !== 'eager' ? kiln.compile(forwardBackward, { fullgraph: true, name: `${name}_fwd_bwd`, backend: backendOf(mode) }) : forwardBackward;
     const outNames = Object.keys(f.part('output')).filter((k) => k !== 'loss');
     // compiled: the first call traces and runs, the second replays; both must match
-    for (const call of mode === 'compiled' ? ['trace', 'replay'] : ['eager']) {
+    for (const call of mode !== 'eager' ? ['trace', 'replay'] : ['eager']) {
       kiln.scope(() => {
         const res = fb(...inputs);
         const expectedOutputs = f.part('output');
@@ -342,7 +342,7 @@ export async function checkModelParity(dir: string, name: string, mode: 'eager' 
         }
       });
     }
-    if (mode === 'compiled') {
+    if (mode !== 'eager') {
       const s = kiln.stats();
       assert.equal(s.graphBreaks.length, 0, `${where}: graph breaks`);
       assert.ok(s.cacheHits >= 1, `${where}: the second call replays (cache hits ${s.cacheHits})`);
@@ -353,7 +353,7 @@ export async function checkModelParity(dir: string, name: string, mode: 'eager' 
     if (Object.keys(after).length > 0) {
       const m = fresh();
       const losses: number[] = [];
-      const st = adamwSteps(spec, m, mode === 'compiled' ? `${name}_adamw_step` : null);
+      const st = adamwSteps(spec, m, mode !== 'eager' ? `${name}_adamw_step` : null, backendOf(mode));
       for (let i = 0; i < ADAMW.steps; i++) losses.push(kiln.scope(() => st(...inputs).item()));
       // the same trajectory in float64 (eager): where float32 runs disagree, which is closer to it
       const m64 = spec.build(f, 'float64');
@@ -372,7 +372,7 @@ export async function checkModelParity(dir: string, name: string, mode: 'eager' 
         assertCloseOrAsAccurate(sd[k]!, t, sd64[k]!, f.rtol, `${where}: after ${ADAMW.steps} AdamW steps, ${k}`);
         compared++;
       }
-      if (mode === 'compiled') assert.equal(kiln.stats().graphBreaks.length, 0, `${where}: graph breaks in the training step`);
+      if (mode !== 'eager') assert.equal(kiln.stats().graphBreaks.length, 0, `${where}: graph breaks in the training step`);
     }
   } finally {
     f.dispose();
@@ -410,7 +410,7 @@ const OPS: Record<string, OpFn> = {
 };
 
 /** Checks every op of ops.safetensors; an op kiln has no entry for fails. */
-export async function checkOpsParity(dir: string, mode: 'eager' | 'compiled'): Promise<ParityReport> {
+export async function checkOpsParity(dir: string, mode: ParityMode): Promise<ParityReport> {
   const meta = JSON.parse(readFileSync(join(dir, 'ops.json'), 'utf8')) as { ops: string[]; rtol?: number };
   const all = await loadSafetensors(join(dir, 'ops.safetensors'));
   const rtol = meta.rtol ?? 1e-4;
@@ -423,13 +423,13 @@ export async function checkOpsParity(dir: string, mode: 'eager' | 'compiled'): P
       const names = Object.keys(all).filter((k) => k.startsWith(`${op}.input.`)).map((k) => k.slice(`${op}.input.`.length));
       const args = names.map((k) => all[`${op}.input.${k}`]!);
       const call = (...ts: Tensor[]) => fn(Object.fromEntries(names.map((k, i) => [k, ts[i]!])));
-      const f = mode === 'compiled' ? kiln.compile(call, { fullgraph: true, name: op }) : call;
-      for (const round of mode === 'compiled' ? ['trace', 'replay'] : ['eager']) {
+      const f = mode !== 'eager' ? kiln.compile(call, { fullgraph: true, name: op, backend: backendOf(mode) }) : call;
+      for (const round of mode !== 'eager' ? ['trace', 'replay'] : ['eager']) {
         kiln.scope(() => assertClose(f(...args), all[`${op}.output`]!, rtol, `op ${op} (${round})`));
         compared++;
       }
     }
-    if (mode === 'compiled') assert.equal(kiln.stats().graphBreaks.length, 0, 'ops: graph breaks');
+    if (mode !== 'eager') assert.equal(kiln.stats().graphBreaks.length, 0, 'ops: graph breaks');
   } finally {
     for (const t of Object.values(all)) t.dispose();
   }
@@ -438,9 +438,19 @@ export async function checkOpsParity(dir: string, mode: 'eager' | 'compiled'): P
 
 // ---- the tests on PyTorch's fixtures ---------------------------------------------------------
 
+/** eager, or compiled on each CPU backend ('compiled' is the JS renderer) */
+type ParityMode = 'eager' | 'compiled' | 'native' | 'wasm';
+const MODES: ParityMode[] = ['eager', 'compiled', 'wasm', 'native'];
+const backendOf = (mode: ParityMode): string | undefined => (mode === 'native' || mode === 'wasm' ? mode : undefined);
+const skipFor = (fixture: string, mode: ParityMode): string | false => {
+  if (!haveFixture(FIXTURE_DIR, fixture)) return SKIP;
+  const why = mode === 'native' ? nativeUnavailableReason() : null;
+  return why ? `native backend unavailable: ${why}` : false;
+};
+
 for (const name of Object.keys(MODELS)) {
-  for (const mode of ['eager', 'compiled'] as const) {
-    const skip = haveFixture(FIXTURE_DIR, name) ? false : SKIP;
+  for (const mode of MODES) {
+    const skip = skipFor(name, mode);
     test(`parity with PyTorch: ${name} (${mode}): outputs, loss, gradients${name === 'mlp' ? ', 5 AdamW steps' : ''}`, { skip }, async () => {
       const r = await checkModelParity(FIXTURE_DIR, name, mode);
       assert.ok(r.compared >= 3);
@@ -448,8 +458,8 @@ for (const name of Object.keys(MODELS)) {
   }
 }
 
-for (const mode of ['eager', 'compiled'] as const) {
-  const skip = haveFixture(FIXTURE_DIR, 'ops') ? false : SKIP;
+for (const mode of MODES) {
+  const skip = skipFor('ops', mode);
   test(`parity with PyTorch: single ops (${mode})`, { skip }, async () => {
     const r = await checkOpsParity(FIXTURE_DIR, mode);
     assert.ok(r.compared >= 20);
