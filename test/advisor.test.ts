@@ -10,8 +10,9 @@ import { spawnSync } from 'node:child_process';
 import * as kiln from 'kiln';
 import {
   advise, main, speedupInterval, breakEven, buildReport, checklist, compiledIsFaster, decide, loadExample, measure, parseProcessLifetime, project, renderHtml,
-  validateJsonSchema, verdictInput, WorkloadError, type AdvisorReport, type BreakEven, type Io, type JsonSchema, type Usage, type VerdictInput, type Workload,
+  validateJsonSchema, verdictInput, withWarmCache, WorkloadError, type AdvisorReport, type BreakEven, type CacheFacts, type Io, type JsonSchema, type Usage, type VerdictInput, type Workload,
 } from '../src/advisor/index.js';
+import { recommendPolicy, type PolicyRun } from '../src/advisor/shape-policies.js';
 
 const schema = JSON.parse(readFileSync('docs/advisor-report.schema.json', 'utf8')) as JsonSchema;
 const quiet: Io = { out: () => {}, err: () => {} };
@@ -82,9 +83,46 @@ test('advise --example mlp writes a JSON report that validates against the schem
   assert.ok(Math.abs(p.eagerHoursPerMonth - (30e6 * b.eager.medianMs!) / 3.6e6) < 1e-6 * p.eagerHoursPerMonth + 1e-9);
   assert.ok(p.computeSavingUsdPerMonth !== null && Math.abs(p.computeSavingUsdPerMonth - 5000 * p.savedFraction) < 1e-6);
   assert.equal(p.engineeringCostUsd, 6000);
-  assert.equal(rep.checklist.find((c) => c.id === 'cache')!.status, 'fail');
   assert.equal(rep.checklist.find((c) => c.id === 'compile-time-metric')!.status, 'pass');
   assert.equal(rep.checklist.find((c) => c.id === 'accuracy')!.status, 'pass');
+
+  // a restarted process, cold then warm persistent cache (two child processes, one folder)
+  const cc = b.cacheCheck;
+  assert.equal(cc.status, 'ok', cc.reason ?? '');
+  assert.equal(cc.calls, k, 'each child runs the in-process warm-up calls');
+  assert.equal(cc.cold!.callsMs.length, k);
+  assert.equal(cc.warm!.callsMs.length, k);
+  assert.equal(cc.cold!.firstCallMs, cc.cold!.callsMs[0]);
+  assert.ok(cc.cold!.totalMs > 0 && cc.warm!.totalMs > 0);
+  // evidence from the children's kiln.stats().cache, not timing: the cold one wrote, the warm one read
+  assert.equal(cc.cold!.cache.hits, 0);
+  assert.ok(cc.cold!.cache.writes > 0 && cc.cold!.cache.misses > 0, JSON.stringify(cc.cold!.cache));
+  assert.ok(cc.warm!.cache.hits > 0 && cc.warm!.cache.bytesRead > 0, JSON.stringify(cc.warm!.cache));
+  assert.equal(cc.warm!.cache.writes, 0, 'nothing new to write on the warm start');
+  assert.equal(cc.hit, true);
+  // a training step writes gradients: it traces, and the cache skips code generation only
+  assert.equal(cc.warm!.cache.traceSkips, 0);
+  assert.equal(cc.skipped, 'code generation');
+  assert.ok(cc.warm!.traces >= 1);
+  // plausibility (loose: two separate processes on a shared machine)
+  assert.ok(cc.warm!.totalMs <= 1.5 * cc.cold!.totalMs + 100, `warm ${cc.warm!.totalMs} ms vs cold ${cc.cold!.totalMs} ms`);
+  assert.ok(Math.abs(cc.savedMs! - (cc.cold!.totalMs - cc.warm!.totalMs)) < 1e-2);
+  const wbe = cc.breakEven!;
+  assert.ok(Math.abs(wbe.extraWarmupMs - (be.extraWarmupMs - Math.max(0, cc.savedMs!))) < 1e-2);
+  assert.ok(wbe.extraWarmupMs <= be.extraWarmupMs);
+  // the projection charges process starts the warm-cache warm-up
+  assert.equal(p.warmupBasis, 'warm cache');
+  assert.ok(Math.abs(p.extraWarmupMsPerStart - wbe.extraWarmupMs) < 1e-9);
+  assert.ok(p.warmupHoursPerMonth <= p.coldWarmupHoursPerMonth + 1e-12);
+  // the checklist's cache item is a real check of this environment's folder and the warm hit
+  const cacheItem = rep.checklist.find((c) => c.id === 'cache')!;
+  assert.equal(cacheItem.status, rep.cacheConfig.disabled || !rep.cacheConfig.writable ? 'fail' : 'pass', cacheItem.detail);
+  assert.match(cacheItem.detail, new RegExp(rep.cacheConfig.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  assert.match(rep.checklist.find((c) => c.id === 'warm-up')!.detail, /compiled\.warmup\(/);
+  assert.match(out.join('\n'), /restart \(js\): first .* cold cache, .* warm cache \(\d+ hits/);
+  assert.equal(rep.dynamicShapes, null, 'one declared shape: no policy comparison');
+  assert.deepEqual(rep.notMeasured.map((x) => x.id), ['dynamic-shape-policies']);
+
   // a week-long process that pays back its engineering: one of the compile verdicts
   if (b.speedup > 1 && p.breakEvenWithinProcess && p.netSavingUsdPerMonth! >= 0) assert.match(rep.verdict.verdict, /^compile/);
   else assert.equal(rep.verdict.verdict, 'do not compile');
@@ -200,14 +238,94 @@ test('noisy timings: a speedup interval that contains 1 makes the verdict uncert
   assert.deepEqual(speedupInterval(same, same.map((x) => x / 2)), fast, 'deterministic');
 });
 
-test('checklist: pass/fail per item; the persistent cache is not built yet', () => {
+const cacheFacts = (o: Partial<CacheFacts> = {}): CacheFacts => ({
+  status: 'ok', reason: null, calls: 2, coldMs: 230, warmMs: 60, hit: true, hits: 2, traceSkips: 0, coldWrites: 2, skipped: 'code generation',
+  warmBreakEven: withWarmCache(be(), 170), config: { dir: '/srv/kiln-cache', from: 'KILN_CACHE_DIR', disabled: false, writable: true }, ...o,
+});
+
+test('checklist: pass/fail per item; the cache item checks the folder and the warm restart', () => {
   const c = checklist(vin());
   const by = Object.fromEntries(c.map((x) => [x.id, x.status]));
-  assert.deepEqual(by, { accuracy: 'pass', 'compiled-ran': 'pass', 'graph-breaks': 'pass', cache: 'fail', 'warm-up': 'unknown', 'compile-time-metric': 'pass', 'eager-path': 'pass' });
-  assert.match(c.find((x) => x.id === 'cache')!.detail, /not built yet/);
+  assert.deepEqual(by, { accuracy: 'pass', 'compiled-ran': 'pass', 'graph-breaks': 'pass', cache: 'unknown', 'warm-up': 'unknown', 'compile-time-metric': 'pass', 'eager-path': 'pass' });
+  assert.match(c.find((x) => x.id === 'cache')!.detail, /not checked: import 'kiln\/node'/);
+  assert.match(c.find((x) => x.id === 'warm-up')!.detail, /compiled\.warmup\(\[\[\.\.\.exampleArgs\]\]\)/);
+  const cacheOf = (f: CacheFacts) => checklist(vin({ cache: f })).find((x) => x.id === 'cache')!;
+  const ok = cacheOf(cacheFacts());
+  assert.equal(ok.status, 'pass');
+  assert.match(ok.detail, /\/srv\/kiln-cache \(from KILN_CACHE_DIR\) is writable.*60\.00 ms with a warm persistent cache vs 230 ms cold \(2 cache hit\(s\), code generation skipped/);
+  assert.equal(cacheOf(cacheFacts({ skipped: 'tracing', traceSkips: 1 })).detail.includes('tracing and code generation skipped'), true);
+  assert.equal(cacheOf(cacheFacts({ config: { dir: '/ro', from: 'default', disabled: false, writable: false } })).status, 'fail');
+  assert.match(cacheOf(cacheFacts({ config: { dir: '/x', from: 'default', disabled: true, writable: true } })).detail, /KILN_CACHE turns the cache off/);
+  assert.equal(cacheOf(cacheFacts({ hit: false, hits: 0, skipped: 'nothing', warmBreakEven: null })).status, 'fail');
+  assert.equal(cacheOf(cacheFacts({ hit: false, hits: 0, coldWrites: 0, skipped: 'nothing', warmBreakEven: null })).status, 'unknown', 'a backend that stores nothing');
+  assert.equal(cacheOf(cacheFacts({ status: 'skipped', reason: 'skipped (--no-cache-check)', coldMs: null, warmMs: null })).status, 'unknown');
+  assert.match(checklist(vin({ cache: cacheFacts() })).find((x) => x.id === 'warm-up')!.detail, /60\.00 ms warm cache vs 230 ms cold/);
   const bad = Object.fromEntries(checklist(vin({ replays: 0, eagerFallbacks: 2, accuracy: { ok: false, compared: 'outputs', maxRelErr: 1, tolerance: 1e-3, paramsMaxRelErr: null, paramTolerance: 1e-3 } })).map((x) => [x.id, x.status]));
   assert.equal(bad.accuracy, 'fail');
   assert.equal(bad['compiled-ran'], 'fail');
+});
+
+test('the warm persistent cache: break-even, projection basis, and the verdict when only the warm start breaks even in time', () => {
+  // cold W = 200 ms over 2 calls, s = 2 ms: break-even 102; the warm restart saves 170 ms -> W = 30 ms
+  const w = withWarmCache(be(), 170);
+  assert.equal(w.extraWarmupMs, 30);
+  assert.equal(w.compiledWarmupMs, 60);
+  assert.equal(w.calls, 2 + 15);
+  assert.equal(withWarmCache(be(), -50).extraWarmupMs, 200, 'a slower warm run (noise) never makes the cache look harmful');
+  const u = usage({ callsPerDay: 1_000_000, processLifetime: { calls: 50 } });
+  const cold = project({ eagerMedianMs: 6, compiledMedianMs: 4, breakEven: be() }, u);
+  assert.equal(cold.warmupBasis, 'cold');
+  assert.equal(cold.breakEvenWithinProcess, false);
+  const warm = project({ eagerMedianMs: 6, compiledMedianMs: 4, breakEven: be(), warmCacheBreakEven: w }, u);
+  assert.equal(warm.warmupBasis, 'warm cache');
+  assert.equal(warm.extraWarmupMsPerStart, 30);
+  assert.equal(warm.breakEvenWithinProcess, true);
+  assert.equal(warm.breakEvenWithinProcessCold, false);
+  assert.ok(Math.abs(warm.coldWarmupHoursPerMonth - cold.warmupHoursPerMonth) < 1e-12);
+  assert.ok(warm.warmupHoursPerMonth < cold.warmupHoursPerMonth);
+  // 50 calls per process: cold breaks even too late (102), warm in time (17)
+  const i = vin({ cache: cacheFacts({ warmBreakEven: w }) });
+  const v = decide(i, warm);
+  assert.equal(v.verdict, 'compile with warm-up and the persistent cache');
+  const text = v.reasons.join('\n');
+  assert.match(text, /without the persistent cache every process start pays the cold warm-up and breaks even after 102 calls, past the 50 calls/);
+  assert.match(text, /first 2 calls of a restarted process took 60\.00 ms with a warm persistent cache vs 230 ms cold/);
+  assert.match(text, /break-even after 102 calls \(17 calls with a warm persistent cache\)/);
+  // without the cache measurement the same process is too short-lived
+  assert.equal(decide(vin(), cold).headline, 'do not compile (too short-lived)');
+  // too short even warm: still do not compile, naming both figures
+  const v2 = decide(i, project({ eagerMedianMs: 6, compiledMedianMs: 4, breakEven: be(), warmCacheBreakEven: w }, usage({ processLifetime: { calls: 5 } })));
+  assert.equal(v2.headline, 'do not compile (too short-lived)');
+  assert.match(v2.reasons[0]!, /break-even after 102 calls cold, 17 calls with a warm persistent cache, but a process serves only 5 call/);
+});
+
+test('shape policies: the recommendation is the fastest steady time, or fewer compiles within 5% of it; refusals are named', () => {
+  const run = (policy: PolicyRun['policy'], o: Partial<PolicyRun> = {}): PolicyRun => ({
+    policy, options: '{}', status: 'ok', reason: null, compiles: 1, traces: 1, recompiles: 0, dynamicCompiles: [], dynamicFailures: [], eagerFallbacks: 0, compileTimeMs: 100,
+    firstPassMs: 300, perShapeMs: [1, 2], steadyMs: 1.5, vsStatic: 1, speedup: 2, maxRelErr: 0, buckets: [], ...o,
+  });
+  const eager = run('eager', { steadyMs: 3, speedup: 1 });
+  const r1 = recommendPolicy([eager, run('static', { compiles: 3 }), run('automatic dynamic', { compiles: 2, steadyMs: 1.545, vsStatic: 1.03, dynamicCompiles: [['s0 = arg x dim 0 (automatic dynamic)']] }), run('buckets', { status: 'refused', reason: 'a gradient would include padded rows' })], { shapes: 3, tolerance: 1e-3 });
+  assert.equal(r1.recommended, 'automatic dynamic');
+  assert.match(r1.reasons[0]!, /^automatic dynamic: 2 compile\(s\) \(1 dynamic: s0 = arg x dim 0\), steady 1\.03x static, 2\.00x eager.*fewest compiles.*use kiln\.compile\(fn\) \(the default\)/);
+  assert.ok(r1.reasons.includes('buckets refused: a gradient would include padded rows'));
+  // 20% slower is not "close": static wins on steady time
+  const r2 = recommendPolicy([eager, run('static', { compiles: 3 }), run('automatic dynamic', { compiles: 2, steadyMs: 1.8, vsStatic: 1.2 })], { shapes: 12, tolerance: 1e-3 });
+  assert.equal(r2.recommended, 'static');
+  assert.match(r2.reasons.at(-1)!, /recompileLimit >= 12/);
+  // fallbacks and wrong outputs rule a policy out
+  const r3 = recommendPolicy([eager, run('static', { eagerFallbacks: 4 }), run('automatic dynamic', { maxRelErr: 0.5 })], { shapes: 3, tolerance: 1e-3 });
+  assert.equal(r3.recommended, null);
+  assert.match(r3.reasons.join('\n'), /static ruled out: 4 call\(s\) fell back to eager/);
+  assert.match(r3.reasons.join('\n'), /automatic dynamic ruled out: outputs differ from eager/);
+  // the verdict: a recommended policy in the headline; none faster than eager -> too dynamic
+  const shapes = ['x[8,16]', 'x[16,16]'];
+  const dyn = verdictFor(vin({ productionShapes: shapes, dynamic: { status: 'ok', reason: null, recommended: 'buckets', speedup: 1.8, reasons: ['buckets: 2 compile(s)'] } }), usage());
+  assert.equal(dyn.verdict, 'compile with dynamic shapes or buckets');
+  assert.equal(dyn.headline, 'compile with dynamic shapes or buckets (policy: buckets)');
+  assert.ok(dyn.reasons.includes('buckets: 2 compile(s)'));
+  const slow = verdictFor(vin({ productionShapes: shapes, dynamic: { status: 'ok', reason: null, recommended: 'static', speedup: 0.7, reasons: [] } }), usage());
+  assert.equal(slow.headline, 'do not compile (too dynamic)');
 });
 
 test('projection: warm-up per process start and amortized engineering', () => {
@@ -293,6 +411,45 @@ test('a workload with matching outputs passes the accuracy check (inference, sev
   const v = verdictInput(b, 'inference', null);
   assert.equal(v.replays > 0, true);
   assert.ok(renderHtml(rep).includes('<svg'));
+});
+
+test('declared shapes: a dynamic-shape section with compiles per policy, buckets hit, a recommendation; schema-valid', async () => {
+  // rows are independent (matmul + relu): static, automatic dynamic and buckets all apply
+  const wl: Workload = {
+    ...inferenceWorkload('rows', (w) => (x) => x.matmul(w).relu()),
+    shapes: ['x[8,16]', 'x[16,16]', 'x[24,16]', 'x[32,16]'],
+  };
+  const meas = await measure({ workload: wl, source: 'test' }, { calls: 3, warmup: 2 });
+  const b = meas.backends[0]!;
+  assert.equal(b.cacheCheck.status, 'skipped', 'an in-memory workload cannot be loaded by a child process');
+  assert.match(b.cacheCheck.reason!, /did not come from a module file/);
+  const d = meas.dynamicShapes!;
+  assert.equal(d.status, 'ok', d.reason ?? '');
+  assert.deepEqual(d.shapes, wl.shapes);
+  assert.deepEqual(d.varying, [{ arg: 0, dim: 0, sizes: [8, 16, 24, 32] }]);
+  assert.deepEqual(d.policies.map((p) => p.policy), ['eager', 'static', 'automatic dynamic', 'buckets']);
+  const by = Object.fromEntries(d.policies.map((p) => [p.policy, p]));
+  for (const p of d.policies) assert.equal(p.status, 'ok', `${p.policy}: ${p.reason}`);
+  assert.equal(by.static!.compiles, 4, 'static: one entry per shape');
+  assert.ok(by['automatic dynamic']!.compiles < by.static!.compiles, `automatic dynamic ${by['automatic dynamic']!.compiles} compiles`);
+  assert.equal(by['automatic dynamic']!.dynamicCompiles.length, 1);
+  // pow2 buckets: 8, 16, 32 (24 pads to 32)
+  assert.deepEqual(by.buckets!.buckets.map((x) => [x.bucket, x.sizes]), [[8, [8]], [16, [16]], [32, [24, 32]]]);
+  for (const p of d.policies.slice(1)) {
+    assert.ok(p.maxRelErr !== null && p.maxRelErr < 1e-5, `${p.policy} outputs vs eager: ${p.maxRelErr}`);
+    assert.equal(p.perShapeMs.length, 4);
+    assert.ok(p.steadyMs! > 0 && p.vsStatic! > 0 && p.speedup! > 0);
+  }
+  assert.equal(by.static!.vsStatic, 1);
+  assert.ok(d.recommended !== null);
+  assert.match(d.reasons[0]!, new RegExp(`^${d.recommended}: \\d+ compile`));
+  assert.equal(meas.notMeasured.map((x) => x.id).join(), 'warm-cache-first-call');
+  const rep = buildReport(meas, usage());
+  assert.deepEqual(validateJsonSchema(schema, rep), []);
+  if (rep.verdict.verdict === 'compile with dynamic shapes or buckets') assert.equal(rep.verdict.headline, `compile with dynamic shapes or buckets (policy: ${d.recommended})`);
+  const html = renderHtml(rep);
+  assert.match(html, /<table id="dynamic-shapes">/);
+  assert.match(html, /32 &larr; 24, 32/);
 });
 
 // ---------------------------------------------------------------- loading workloads, the CLI

@@ -27,8 +27,12 @@ measurement:
   --seed N                   seed for both setups (default ${DEFAULT_MEASURE.seed})
   --backend LIST             compiler backends, comma-separated (default js; available: ${KNOWN_BACKENDS.join(', ')})
   --tolerance X              max relative error of outputs/losses and parameters (default 1e-3)
-  --shapes LIST              input shapes seen in production, ';'-separated (e.g. 'x[32,784];x[64,784]'):
-                             replaces the workload's list; more than one feeds the dynamic-shapes verdict
+  --shapes LIST              input shapes seen in production, ';'-separated (e.g. 'x[32,784];x[64,784]',
+                             inputs in order, 'x[64,2] float32, y[64] int32'): replaces the workload's
+                             list; with more than one, a stream cycling through them is measured eagerly
+                             and per policy (static, automatic dynamic, buckets) and a policy recommended
+  --no-cache-check           skip the restart measurement (the first calls in two fresh processes, with a
+                             cold and then a warm persistent cache; a few seconds)
 
 usage in production (for the projection and the verdict):
   --calls-per-day N          calls per day over the fleet (default ${DEFAULT_USAGE.callsPerDay.toLocaleString('en-US')}, marked as assumed)
@@ -105,6 +109,7 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
       json: { type: 'string' },
       html: { type: 'string' },
       'no-html': { type: 'boolean' },
+      'no-cache-check': { type: 'boolean' },
       'fail-if-slower': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -151,7 +156,7 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
   const shapes = v.shapes === undefined ? undefined : v.shapes.split(';').map((x) => x.trim()).filter(Boolean);
   if (shapes !== undefined && shapes.length === 0) throw new UsageError("--shapes: expected one or more shapes separated by ';'");
   const meas = await measure(lw, {
-    calls, warmup, seed, backends, tolerance, paramTolerance: tolerance, progress,
+    calls, warmup, seed, backends, tolerance, paramTolerance: tolerance, progress, cacheCheck: !v['no-cache-check'],
     ...(v.config !== undefined ? { config: v.config } : {}),
     ...(shapes !== undefined ? { shapes } : {}),
   });

@@ -1,9 +1,11 @@
 // The advisor's HTML report: one self-contained file (inline CSS and SVG, no scripts, no
 // network): verdict, checklist, per-call latency with warm-up and break-even, cumulative
-// time, speedup per backend, cost projection, compiler facts.
+// time, speedup per backend, the process restart with a cold and a warm persistent cache, the
+// shape policies (tables), cost projection, compiler facts.
 
 import type { AdvisorReport } from './report.js';
 import type { BackendMeasurement } from './measure.js';
+import type { DynamicShapes } from './shape-policies.js';
 
 const W = 760, H = 300, M = { l: 64, r: 20, t: 28, b: 44 };
 
@@ -208,6 +210,35 @@ svg .be{stroke:#2f9e44;stroke-width:1.5;stroke-dasharray:6 3} svg .warm{fill:#ff
 svg .bar.eager{fill:#5470c6} svg .bar.compiled{fill:#e8743b} svg .bar.eng{fill:#9aa1ad} svg .bar.good{fill:#2f9e44} svg .bar.bad{fill:#d9480f}
 `;
 
+/** Restarted-process first calls per backend: cold vs warm persistent cache. */
+export function cacheTable(r: AdvisorReport): string {
+  const rows = r.backends.map((b) => {
+    const c = b.cacheCheck;
+    if (c.status !== 'ok' || !c.cold || !c.warm) return `<tr><td>${esc(b.backend)}</td><td colspan="5" class="unknown">${esc(c.status === 'failed' ? 'failed' : 'not measured')}: ${esc(c.reason)}</td></tr>`;
+    const what = c.skipped === 'tracing' ? 'tracing + code generation' : c.skipped === 'code generation' ? 'code generation (traced)' : 'nothing';
+    return `<tr><td>${esc(b.backend)}</td><td class="n">${c.calls}</td><td class="n">${fmtMs(c.cold.totalMs)}</td><td class="n">${fmtMs(c.warm.totalMs)}</td><td>${c.warm.cache.hits} hits, ${c.warm.cache.traceSkips} trace skips: ${esc(what)} skipped</td><td class="n">${c.breakEven ? `${fmtMs(c.breakEven.extraWarmupMs)} / ${c.breakEven.calls === null ? 'never' : c.breakEven.calls.toLocaleString('en-US')}` : 'n/a'}</td></tr>`;
+  }).join('');
+  const cfg = r.cacheConfig;
+  return `<table id="cache"><tr><th>backend</th><th>calls</th><th>cold cache</th><th>warm cache</th><th>what the warm cache skipped</th><th>warm W / break-even</th></tr>${rows}</table>
+<p class="sub">First calls in a fresh process (start-up excluded), on an empty temporary cache folder, then again on the same folder. Your cache folder: <code>${esc(cfg.dir)}</code> (${cfg.from === 'default' ? 'default' : esc(cfg.from)}; ${cfg.disabled ? 'turned off by KILN_CACHE' : cfg.writable ? 'writable' : 'not writable'}).</p>`;
+}
+
+/** The shape policies over the production shapes: a table (no chart: a handful of numbers). */
+export function dynamicTable(d: DynamicShapes): string {
+  const head = `<p class="sub">${d.shapes.length} shapes (${esc(d.shapes.join('; '))}) cycled ${d.passes} times per variant on ${esc(d.backend)}; steady = mean over the shapes of each shape's median after the first pass.</p>`;
+  if (d.status !== 'ok') return `${head}<p class="unknown">${esc(d.status === 'failed' ? 'failed' : 'not measured')}: ${esc(d.reason)}</p>`;
+  const rx = (v: number | null) => (v === null ? 'n/a' : `${v.toFixed(2)}x`);
+  const rows = d.policies.map((x) => {
+    const name = `${esc(x.policy)}${x.policy === d.recommended ? ' <span class="pass">recommended</span>' : ''}<br><code>${esc(x.options)}</code>`;
+    if (x.status !== 'ok') return `<tr><td>${name}</td><td colspan="6" class="unknown">${esc(x.status)}: ${esc(x.reason)}</td></tr>`;
+    const bk = x.buckets.length ? `<br><span class="sub">buckets: ${x.buckets.map((b) => `${b.bucket} &larr; ${esc(b.sizes.join(', '))}`).join('; ')}</span>` : '';
+    const eager = x.policy === 'eager';
+    return `<tr><td>${name}${bk}</td><td class="n">${eager ? '-' : x.compiles}</td><td class="n">${eager ? '-' : fmtMs(x.compileTimeMs)}</td><td class="n">${fmtMs(x.firstPassMs)}</td><td class="n">${fmtMs(x.steadyMs)}</td><td class="n">${rx(x.vsStatic)}</td><td class="n">${rx(x.speedup)}</td></tr>`;
+  }).join('');
+  return `${head}<table id="dynamic-shapes"><tr><th>policy</th><th>compiles</th><th>compile time</th><th>1st pass</th><th>steady / call</th><th>vs static</th><th>vs eager</th></tr>${rows}</table>
+<ul>${d.reasons.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>`;
+}
+
 /** The whole report as one HTML document. */
 export function renderHtml(r: AdvisorReport): string {
   const p = r.backends.find((b) => b.backend === r.primaryBackend) ?? r.backends[0]!;
@@ -239,12 +270,16 @@ ${cumulativeChart(p)}
 <p class="sub">${esc(r.breakEvenDefinition)}. Here: K = ${p.breakEven.warmupCalls}, W = ${fmtMs(p.breakEven.extraWarmupMs)}, s = ${fmtMs(p.breakEven.perCallSavingMs)}.</p>
 ${speedupChart(r.backends)}
 
+<h2>Process restart: the persistent compile cache</h2>
+${cacheTable(r)}
+${r.dynamicShapes ? `<h2>Dynamic shapes</h2>\n${dynamicTable(r.dynamicShapes)}` : ''}
+
 <h2>Cost projection</h2>
 ${costChart(r)}
 <table>
 ${row('calls per day / per month', `${j.callsPerDay.toLocaleString('en-US')} / ${j.callsPerMonth.toLocaleString('en-US')}`)}
 ${row('calls per process start', `${Math.round(j.callsPerProcess).toLocaleString('en-US')} (${Math.round(j.processStartsPerMonth).toLocaleString('en-US')} starts per month)`)}
-${row('compute per month', `eager ${j.eagerHoursPerMonth.toFixed(2)} h, compiled ${j.compiledHoursPerMonth.toFixed(2)} h including ${j.warmupHoursPerMonth.toFixed(3)} h of warm-up: ${j.savedHoursPerMonth.toFixed(2)} h saved (${(j.savedFraction * 100).toFixed(1)}%)`)}
+${row('compute per month', `eager ${j.eagerHoursPerMonth.toFixed(2)} h, compiled ${j.compiledHoursPerMonth.toFixed(2)} h including ${j.warmupHoursPerMonth.toFixed(3)} h of warm-up${j.warmupBasis === 'warm cache' ? ` (process starts with a warm persistent cache; ${j.coldWarmupHoursPerMonth.toFixed(3)} h cold)` : ''}: ${j.savedHoursPerMonth.toFixed(2)} h saved (${(j.savedFraction * 100).toFixed(1)}%)`)}
 ${row('cost per month', j.monthlyComputeCostUsd === null ? 'not given (--monthly-compute-cost)' : `${fmtUsd(j.computeSavingUsdPerMonth)} saved of ${fmtUsd(j.monthlyComputeCostUsd)}; net of engineering ${fmtUsd(j.netSavingUsdPerMonth)}${j.paybackMonths !== null ? `; pays back in ${j.paybackMonths.toFixed(1)} months` : ''}`)}
 ${row('engineering', `${r.usage.engineerWeeks} weeks x ${fmtUsd(r.usage.engineerWeekCostUsd)} = ${fmtUsd(j.engineeringCostUsd)}, amortized over ${j.amortizationMonths} months`)}
 ${r.usage.assumptions.length ? row('assumed', esc(r.usage.assumptions.join('; '))) : ''}

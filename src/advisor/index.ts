@@ -8,5 +8,8 @@ export type { Measurement, MeasureOptions, BackendMeasurement, AccuracyResult, C
 export * from './verdict.js';
 export { buildReport, formatSummary, compiledIsFaster, verdictInput, REPORT_SCHEMA_VERSION, type AdvisorReport } from './report.js';
 export { renderHtml, latencyChart, cumulativeChart, speedupChart, costChart } from './html.js';
+export { cacheConfig, checkCache, type CacheCheck, type CacheConfig, type FirstCallRun } from './cache-check.js';
+export { measureShapePolicies, recommendPolicy, type DynamicShapes, type PolicyRun, type ShapePolicy } from './shape-policies.js';
+export { parseSignature, planShapes } from './shapes.js';
 export { validate as validateJsonSchema, type JsonSchema } from './json-schema.js';
 export { advise, main, HELP, type AdviseResult, type Io } from './cli.js';

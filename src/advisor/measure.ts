@@ -18,11 +18,22 @@
 //     round are kept for the chart. kiln.stats() after the rounds gives graph breaks,
 //     recompiles, fallbacks and the compile time; peak memory is measured around each call
 //     with kiln.resetPeakMemory() / kiln.memory().peakBytes.
+//  5. The in-process compile runs with the persistent cache off (its first call is the cold
+//     one); then, unless `cacheCheck` is false, cache-check.ts times the first K calls in two
+//     fresh processes on one temporary cache folder (cold, warm): what a restart costs once
+//     the cache is configured.
+// Then, once, on the first backend: with more than one production shape, shape-policies.ts
+// runs a stream of calls over the shapes eagerly and per compile policy.
 
 import * as os from 'node:os';
 import * as kiln from 'kiln';
 import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstance } from './workload.js';
-import { breakEven, type BreakEven } from './verdict.js';
+import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
+import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';
+import { measureShapePolicies, type DynamicShapes } from './shape-policies.js';
+import { dispose, fmt, gradsRelErr, read, relErr, round, shapeOf, speedupInterval, summarizeMs, timedCall, valuesRelErr, type CallResult } from './calls.js';
+
+export { relErr, summarizeMs, speedupInterval } from './calls.js';
 
 /** Compiler backends the advisor can measure today (CompileOptions.backend). */
 export const KNOWN_BACKENDS = ['js', 'eager'] as const;
@@ -46,11 +57,16 @@ export interface MeasureOptions {
    * report and the verdict
    */
   shapes?: readonly string[];
+  /**
+   * time the first calls in fresh processes with a cold and a warm persistent cache
+   * (default true; `--no-cache-check` skips the two child processes)
+   */
+  cacheCheck: boolean;
   /** progress lines (default: none) */
   progress?: (line: string) => void;
 }
 
-export const DEFAULT_MEASURE: Omit<MeasureOptions, 'progress' | 'config' | 'shapes'> = { calls: 30, warmup: 10, seed: 20261130, backends: ['js'], tolerance: 1e-3, paramTolerance: 1e-3 };
+export const DEFAULT_MEASURE: Omit<MeasureOptions, 'progress' | 'config' | 'shapes'> = { calls: 30, warmup: 10, seed: 20261130, backends: ['js'], tolerance: 1e-3, paramTolerance: 1e-3, cacheCheck: true };
 
 export interface LatencySummary {
   firstCallMs: number;
@@ -134,40 +150,39 @@ export interface BackendMeasurement {
   perCall: { eagerMs: number[]; compiledMs: number[] };
   accuracy: AccuracyResult;
   compiler: CompilerFacts;
+  /** first calls of a restarted process, cold and warm persistent cache (cache-check.ts) */
+  cacheCheck: CacheCheck & {
+    /** the break-even with the warm-cache warm-up (W less max(0, savedMs)); null without a hit */
+    breakEven: BreakEven | null;
+  };
 }
 
-/** A measurement the issue asks for that this build of kiln cannot make yet, and why. */
+/** A measurement the issue asks for that this run did not make, and why. */
 export interface NotMeasured {
   id: 'warm-cache-first-call' | 'dynamic-shape-policies';
   what: string;
   reason: string;
 }
 
-/**
- * Hooks for the measurements that wait on other work. When kiln grows a persistent compile
- * cache (issue 6: `kiln.stats().cache`) or dynamic shapes (issue 7), measureBackend should
- * time a second cold process start against the warm cache, and one entry per shape policy
- * (static, dynamic, buckets) over the workload's `shapes`; until then the report says, in
- * one place, what it did not measure.
- */
-export function notMeasured(shapes: readonly string[] | null): NotMeasured[] {
+/** What this run did not measure: the warm-cache restart when no backend's check ran, shape policies without a shape list. */
+export function notMeasured(checks: readonly CacheCheck[], shapes: readonly string[] | null, dyn: DynamicShapes | null): NotMeasured[] {
   const out: NotMeasured[] = [];
-  const stats = kiln.stats() as unknown as Record<string, unknown>;
-  out.push({
-    id: 'warm-cache-first-call',
-    what: 'first-call time with a warm persistent cache (process restart)',
-    reason: 'cache' in stats
-      ? 'kiln.stats().cache exists, but the advisor does not time a restart against it yet (src/advisor/measure.ts notMeasured)'
-      : 'persistent cache not available in this build (no kiln.stats().cache; issue 6): the first call always compiles',
-  });
-  out.push({
-    id: 'dynamic-shape-policies',
-    what: 'compiles and steady time per shape policy (static, dynamic, buckets)',
-    reason: ('dynamicCompiles' in stats
-      ? 'kiln.stats().dynamicCompiles exists, but the advisor does not measure shape policies yet (src/advisor/measure.ts notMeasured)'
-      : 'dynamic shapes are not available in this build (issue 7): every new shape recompiles') +
-      (shapes && shapes.length > 1 ? `; the ${shapes.length} declared shapes feed the verdict only` : ''),
-  });
+  if (!checks.some((c) => c.status === 'ok')) {
+    out.push({
+      id: 'warm-cache-first-call',
+      what: 'first-call time with a warm persistent cache (process restart)',
+      reason: checks.map((c) => c.reason).find((r) => r) ?? 'no backend measured',
+    });
+  }
+  if (dyn === null || dyn.status !== 'ok') {
+    const distinct = shapes ? new Set(shapes).size : 0;
+    out.push({
+      id: 'dynamic-shape-policies',
+      what: 'compiles and steady time per shape policy (static, automatic dynamic, buckets)',
+      reason: dyn?.reason ??
+        (distinct > 1 ? 'not run: the compiled variant failed on the first backend' : `the workload declares ${distinct === 0 ? 'no input shapes' : 'one input shape'}: give the shapes seen in production (--shapes 'x[32,784];x[64,784]', or the workload's shapes) to compare the policies`),
+    });
+  }
   return out;
 }
 
@@ -176,137 +191,12 @@ export interface Measurement {
   options: Omit<MeasureOptions, 'progress' | 'config' | 'shapes'>;
   machine: { node: string; platform: string; arch: string; cpuModel: string; logicalCpus: number; kilnThreads: string | null; loadAvg: number[] };
   backends: BackendMeasurement[];
+  /** the persistent cache this process's environment configures (the checklist's 'cache' item) */
+  cacheConfig: CacheConfig;
+  /** shape policies over the production shapes (more than one distinct), on the first backend */
+  dynamicShapes: DynamicShapes | null;
   notMeasured: NotMeasured[];
   totalMs: number;
-}
-
-// ---------------------------------------------------------------- helpers
-
-type Values = Float64Array[];
-
-function outputsOf(out: unknown): kiln.Tensor[] {
-  if (kiln.isTensor(out)) return [out];
-  if (Array.isArray(out) && out.every((t) => kiln.isTensor(t))) return out as kiln.Tensor[];
-  throw new Error(`the workload's fn must return a tensor or an array of tensors, got ${out === null ? 'null' : typeof out}`);
-}
-
-function read(out: unknown): Values {
-  return outputsOf(out).map((t) => Float64Array.from(t.dataSync() as ArrayLike<number>));
-}
-
-/** max|a - b| / max(max|b|, floor) for one tensor; NaN where exactly one side is NaN counts as Infinity. */
-export function relErr(a: ArrayLike<number>, b: ArrayLike<number>, floor = 1e-6): number {
-  if (a.length !== b.length) return Infinity;
-  let d = 0, m = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!, y = b[i]!;
-    if (Number.isNaN(x) || Number.isNaN(y)) {
-      if (Number.isNaN(x) !== Number.isNaN(y)) return Infinity;
-      continue;
-    }
-    const diff = Math.abs(x - y);
-    if (diff > d || diff === Infinity) d = diff;
-    if (Math.abs(y) > m) m = Math.abs(y);
-  }
-  if (d === Infinity) return Infinity;
-  return d / Math.max(m, floor);
-}
-
-/** Max relative error of the parameters' gradients (after both sides ran the same first step). */
-function gradsRelErr(c: WorkloadInstance, e: WorkloadInstance): number | null {
-  if (!c.params || !e.params) return null;
-  if (c.params.length !== e.params.length) return Infinity;
-  let worst = 0;
-  for (let k = 0; k < c.params.length; k++) {
-    const gc = c.params[k]!.grad, ge = e.params[k]!.grad;
-    if (!gc && !ge) continue;
-    if (!gc || !ge) return Infinity;
-    worst = Math.max(worst, relErr(Float64Array.from(gc.dataSync() as ArrayLike<number>), Float64Array.from(ge.dataSync() as ArrayLike<number>)));
-  }
-  return worst;
-}
-
-function valuesRelErr(c: Values, e: Values): number {
-  if (c.length !== e.length) return Infinity;
-  let r = 0;
-  for (let i = 0; i < c.length; i++) r = Math.max(r, relErr(c[i]!, e[i]!));
-  return r;
-}
-
-export function summarizeMs(samples: readonly number[]): { n: number; medianMs: number; p95Ms: number; minMs: number; meanMs: number } {
-  if (samples.length === 0) return { n: 0, medianMs: NaN, p95Ms: NaN, minMs: NaN, meanMs: NaN };
-  const s = [...samples].sort((a, b) => a - b);
-  const n = s.length, mid = n >> 1;
-  return {
-    n,
-    medianMs: n % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2,
-    p95Ms: s[Math.min(n - 1, Math.ceil(0.95 * n) - 1)]!, // nearest rank
-    minMs: s[0]!,
-    meanMs: s.reduce((a, b) => a + b, 0) / n,
-  };
-}
-
-/** 95% bootstrap percentile interval of median(eager) / median(compiled), deterministic. */
-export function speedupInterval(eager: readonly number[], compiled: readonly number[], resamples = 1000, seed = 12345): [number, number] | null {
-  if (eager.length < 3 || compiled.length < 3) return null;
-  let st = seed >>> 0;
-  const rand = (): number => {
-    st = (st + 0x6d2b79f5) >>> 0; // mulberry32
-    let t = st;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const med = (xs: readonly number[]): number => {
-    const r = Array.from({ length: xs.length }, () => xs[Math.floor(rand() * xs.length)]!).sort((a, b) => a - b);
-    const m = r.length >> 1;
-    return r.length % 2 ? r[m]! : (r[m - 1]! + r[m]!) / 2;
-  };
-  const ratios: number[] = [];
-  for (let i = 0; i < resamples; i++) ratios.push(med(eager) / med(compiled));
-  ratios.sort((a, b) => a - b);
-  return [ratios[Math.floor(0.025 * (resamples - 1))]!, ratios[Math.ceil(0.975 * (resamples - 1))]!];
-}
-
-interface CallResult {
-  ms: number;
-  peakBytes: number;
-  values: Values;
-}
-
-function timedCall(call: () => unknown, inference: boolean): CallResult {
-  let values: Values = [];
-  let readMs = 0;
-  const before = kiln.memory().bytes;
-  kiln.resetPeakMemory();
-  const body = (): void => {
-    kiln.scope(() => {
-      const out = call();
-      const r0 = performance.now();
-      values = read(out);
-      readMs = performance.now() - r0;
-    });
-  };
-  const t0 = performance.now();
-  if (inference) kiln.noGrad(body);
-  else body();
-  const ms = performance.now() - t0 - readMs;
-  return { ms, peakBytes: Math.max(0, kiln.memory().peakBytes - before), values };
-}
-
-const shapeOf = (t: kiln.Tensor): string => `[${t.shape.join(',')}] ${t.dtype}`;
-const round = (x: number, d = 4): number => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
-
-function fmt(ms: number): string {
-  return ms >= 100 ? `${ms.toFixed(0)} ms` : ms >= 1 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(3)} ms`;
-}
-
-function dispose(inst: WorkloadInstance | null): void {
-  try {
-    inst?.dispose?.();
-  } catch {
-    // a failing dispose must not hide the measurement
-  }
 }
 
 // ---------------------------------------------------------------- one backend
@@ -321,7 +211,9 @@ async function measureBackend(lw: LoadedWorkload, backend: string, o: MeasureOpt
   const eagerInst = checkInstance(await w.setup(setupOpts), w.name);
   const compInst = checkInstance(await w.setup(setupOpts), w.name);
   const inputShapes = eagerInst.inputs.map(shapeOf);
-  const compiled = kiln.compile(compInst.fn as (...a: kiln.Tensor[]) => unknown, { backend, name: w.name });
+  // cache: false: this process's first call must be the cold one even if the workload imported
+  // 'kiln/node' (which registers the disk cache); cache-check.ts measures the warm restart
+  const compiled = kiln.compile(compInst.fn as (...a: kiln.Tensor[]) => unknown, { backend, name: w.name, cache: false, ...(compInst.captures ? { captures: { ...compInst.captures } } : {}) });
   const rounds = o.warmup + o.calls;
   const eMs: number[] = [], cMs: number[] = [], ePeak: number[] = [], cPeak: number[] = [];
   const traced: number[] = [];
@@ -437,6 +329,12 @@ async function measureBackend(lw: LoadedWorkload, backend: string, o: MeasureOpt
         (gradsRel !== null ? `; first-step gradients: ${gradsRel.toExponential(2)}` : '') +
         (paramsRel !== null ? `; parameter drift after ${cMs.length} steps (informational): ${paramsRel.toExponential(2)}` : ''),
   };
+  // a restarted process, cold then warm cache: the first K calls, as in this process
+  let check: CacheCheck;
+  if (!o.cacheCheck) check = skippedCheck('skipped (--no-cache-check)', be.warmupCalls);
+  else if (error !== null) check = skippedCheck('the compiled variant failed in this process', be.warmupCalls);
+  else check = await checkCache(lw, { seed: o.seed, backend, calls: be.warmupCalls, progress: say, ...(config !== undefined ? { config } : {}) });
+  const warmBe = check.status === 'ok' && check.hit && check.savedMs !== null ? withWarmCache(be, check.savedMs) : null;
   const m: BackendMeasurement = {
     backend,
     status: error === null ? 'ok' : 'failed',
@@ -470,6 +368,7 @@ async function measureBackend(lw: LoadedWorkload, backend: string, o: MeasureOpt
       compileTimeMsTotal: round(st.compileTimeMs),
       tracedCalls: traced,
     },
+    cacheCheck: { ...check, breakEven: warmBe && { ...warmBe, eagerWarmupMs: round(warmBe.eagerWarmupMs), compiledWarmupMs: round(warmBe.compiledWarmupMs), extraWarmupMs: round(warmBe.extraWarmupMs), perCallSavingMs: round(warmBe.perCallSavingMs) } },
   };
   say(`  ${backend}: done in ${fmt(performance.now() - started)}: eager ${fmt(se.medianMs)}, compiled ${error === null ? fmt(sc.medianMs) : 'failed'} (median of ${se.n})`);
   return { m, inputShapes };
@@ -499,6 +398,11 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
   }
   const { progress: _p, config: _c, shapes: _s, ...options } = o;
   const shapes = o.shapes ?? w.shapes;
+  const distinct = shapes ? [...new Set(shapes)] : [];
+  let dynamicShapes: DynamicShapes | null = null;
+  if (distinct.length > 1 && backends[0]!.status === 'ok') {
+    dynamicShapes = await measureShapePolicies(lw, distinct, { backend: o.backends[0]!, seed: o.seed, calls: o.calls, tolerance: o.tolerance, progress: say, ...(config !== null ? { config } : {}) });
+  }
   return {
     workload: { name: w.name, kind: w.kind, description: w.description ?? null, source: lw.source, config, shapes: shapes ? [...shapes] : null, inputShapes },
     options: { ...options, backends: [...o.backends] },
@@ -512,7 +416,9 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
       loadAvg: os.loadavg().map((x) => Math.round(x * 100) / 100),
     },
     backends,
-    notMeasured: notMeasured(shapes ?? null),
+    cacheConfig: cacheConfig(),
+    dynamicShapes,
+    notMeasured: notMeasured(backends.map((b) => b.cacheCheck), shapes ?? null, dynamicShapes),
     totalMs: round(performance.now() - t0, 1),
   };
 }

@@ -2,12 +2,14 @@
 // document (docs/advisor-report.schema.json) and as a terminal summary.
 
 import type { BackendMeasurement, Measurement } from './measure.js';
+import type { CacheConfig } from './cache-check.js';
+import type { DynamicShapes } from './shape-policies.js';
 import {
   BREAK_EVEN_DEFINITION, checklist, decide, DEFAULT_THRESHOLDS, project,
-  type CheckItem, type Projection, type Usage, type VerdictInput, type VerdictResult, type VerdictThresholds,
+  type CacheFacts, type CheckItem, type DynamicFacts, type Projection, type Usage, type VerdictInput, type VerdictResult, type VerdictThresholds,
 } from './verdict.js';
 
-export const REPORT_SCHEMA_VERSION = 1;
+export const REPORT_SCHEMA_VERSION = 2;
 
 export interface AdvisorReport {
   schemaVersion: number;
@@ -30,6 +32,10 @@ export interface AdvisorReport {
   /** the backend the verdict is about (the first measured) */
   primaryBackend: string;
   backends: BackendMeasurement[];
+  /** the persistent cache this environment configures (folder, off, writable) */
+  cacheConfig: CacheConfig;
+  /** shape policies over the production shapes (null: fewer than two shapes, or not run) */
+  dynamicShapes: DynamicShapes | null;
   breakEvenDefinition: string;
   projection: Projection;
   verdict: VerdictResult;
@@ -44,7 +50,27 @@ function finiteOrNull<T>(x: T): T {
   return JSON.parse(JSON.stringify(x, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))) as T;
 }
 
-export function verdictInput(m: BackendMeasurement, kind: 'training' | 'inference', productionShapes: readonly string[] | null): VerdictInput {
+/** The verdict's view of one backend's cache check, with the user's cache folder. */
+export function cacheFacts(m: BackendMeasurement, config: CacheConfig): CacheFacts {
+  const c = m.cacheCheck;
+  return {
+    status: c.status, reason: c.reason, calls: c.calls,
+    coldMs: c.cold?.totalMs ?? null, warmMs: c.warm?.totalMs ?? null,
+    hit: c.hit, hits: c.warm?.cache.hits ?? 0, traceSkips: c.warm?.cache.traceSkips ?? 0, coldWrites: c.cold?.cache.writes ?? 0, skipped: c.skipped,
+    warmBreakEven: c.breakEven, config,
+  };
+}
+
+export function dynamicFacts(d: DynamicShapes | null): DynamicFacts | null {
+  if (!d) return null;
+  const rec = d.policies.find((p) => p.policy === d.recommended);
+  return { status: d.status, reason: d.reason, recommended: d.recommended, speedup: rec?.speedup ?? null, reasons: d.reasons };
+}
+
+export function verdictInput(
+  m: BackendMeasurement, kind: 'training' | 'inference', productionShapes: readonly string[] | null,
+  extra: { cacheConfig?: CacheConfig; dynamicShapes?: DynamicShapes | null } = {},
+): VerdictInput {
   return {
     kind,
     eagerMedianMs: m.eager.medianMs,
@@ -71,14 +97,16 @@ export function verdictInput(m: BackendMeasurement, kind: 'training' | 'inferenc
     recompileReasons: m.compiler.recompiles.map((r) => r.reason),
     productionShapes,
     error: m.error,
+    cache: m.cacheCheck && extra.cacheConfig ? cacheFacts(m, extra.cacheConfig) : null,
+    dynamic: dynamicFacts(extra.dynamicShapes ?? null),
   };
 }
 
 export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions?: string[]; command?: string | null; thresholds?: VerdictThresholds } = {}): AdvisorReport {
   const primary = meas.backends[0];
   if (!primary) throw new Error('no backend was measured');
-  const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes);
-  const projection = project({ eagerMedianMs: primary.eager.medianMs, compiledMedianMs: primary.compiled.medianMs, breakEven: primary.breakEven }, usage);
+  const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes, { cacheConfig: meas.cacheConfig, dynamicShapes: meas.dynamicShapes });
+  const projection = project({ eagerMedianMs: primary.eager.medianMs, compiledMedianMs: primary.compiled.medianMs, breakEven: primary.breakEven, warmCacheBreakEven: primary.cacheCheck.breakEven }, usage);
   const verdict = decide(vi, projection, { ...DEFAULT_THRESHOLDS, tolerance: primary.accuracy.tolerance, ...opts.thresholds });
   const lt = usage.processLifetime;
   return finiteOrNull({
@@ -100,6 +128,8 @@ export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions
     },
     primaryBackend: primary.backend,
     backends: meas.backends,
+    cacheConfig: meas.cacheConfig,
+    dynamicShapes: meas.dynamicShapes,
     breakEvenDefinition: BREAK_EVEN_DEFINITION,
     projection,
     verdict,
@@ -147,6 +177,7 @@ export function formatSummary(r: AdvisorReport): string {
   const p = r.backends.find((b) => b.backend === r.primaryBackend)!;
   L.push('');
   L.push(`  warm-up: ${p.breakEven.warmupCalls} call(s) traced; they took ${fmtMs(p.breakEven.compiledWarmupMs)} compiled vs ${fmtMs(p.breakEven.eagerWarmupMs)} eager: ${fmtMs(p.breakEven.extraWarmupMs)} extra per process start`);
+  for (const b of r.backends) L.push(`  ${restartLine(b)}`);
   if (p.speedupInterval) L.push(`  speedup ${p.speedup.toFixed(2)}x, 95% interval ${p.speedupInterval[0].toFixed(2)}x-${p.speedupInterval[1].toFixed(2)}x (bootstrap over the timed calls)${p.speedupInterval[0] <= 1 && p.speedupInterval[1] >= 1 ? ': NOISY, compiled may or may not be faster' : ''}`);
   L.push(`  per-call saving ${fmtMs(p.breakEven.perCallSavingMs)} -> ${p.breakEven.calls === null ? 'no break-even (compiled is not faster)' : `break-even after ${fmtNum(p.breakEven.calls)} calls`}`);
   L.push(`  accuracy: ${p.accuracy.compared} max rel. error ${sci(p.accuracy.maxRelErr)} (tolerance ${p.accuracy.tolerance.toExponential(0)})${p.accuracy.gradsMaxRelErr != null ? `, first-step gradients ${sci(p.accuracy.gradsMaxRelErr)}` : ''}${p.accuracy.paramsMaxRelErr != null ? `, parameter drift ${sci(p.accuracy.paramsMaxRelErr)} (informational)` : ''}: ${p.accuracy.ok ? 'ok' : 'PROBLEM'}`);
@@ -155,10 +186,11 @@ export function formatSummary(r: AdvisorReport): string {
   for (const b of c.graphBreaks) L.push(`    graph break at ${b.location}: ${b.reason}${b.count > 1 ? ` (x${b.count})` : ''}`);
   for (const x of c.recompiles.slice(0, 5)) L.push(`    recompile: ${x.reason}`);
   L.push(`  memory (peak growth during a call): eager ${fmtBytes(p.eager.peakBytes)}, compiled ${fmtBytes(p.compiled.peakBytes)} + planned program buffers ${fmtBytes(p.compiled.planPeakBytes)}`);
+  if (r.dynamicShapes) L.push('', ...dynamicLines(r.dynamicShapes));
   const j = r.projection;
   L.push('');
   L.push(`  usage: ${fmtNum(j.callsPerDay)} calls/day, ${fmtNum(Math.round(j.callsPerProcess))} calls per process (${fmtNum(Math.round(j.processStartsPerMonth))} starts/month)${r.usage.assumptions.length ? ` [assumed: ${r.usage.assumptions.join('; ')}]` : ''}`);
-  L.push(`  per month: eager ${j.eagerHoursPerMonth.toFixed(2)} h, compiled ${j.compiledHoursPerMonth.toFixed(2)} h (warm-up ${j.warmupHoursPerMonth.toFixed(3)} h): ${j.savedHoursPerMonth.toFixed(2)} h saved (${(j.savedFraction * 100).toFixed(1)}%)`);
+  L.push(`  per month: eager ${j.eagerHoursPerMonth.toFixed(2)} h, compiled ${j.compiledHoursPerMonth.toFixed(2)} h (warm-up ${j.warmupHoursPerMonth.toFixed(3)} h${j.warmupBasis === 'warm cache' ? `, starts with a warm persistent cache; cold: ${j.coldWarmupHoursPerMonth.toFixed(3)} h` : ''}): ${j.savedHoursPerMonth.toFixed(2)} h saved (${(j.savedFraction * 100).toFixed(1)}%)`);
   if (j.monthlyComputeCostUsd !== null) {
     L.push(`  cost: ${fmtUsd(j.computeSavingUsdPerMonth)}/month saved of ${fmtUsd(j.monthlyComputeCostUsd)}; engineering ${fmtUsd(j.engineeringCostUsd)} (${fmtUsd(j.engineeringCostUsdPerMonth)}/month over ${j.amortizationMonths}): net ${fmtUsd(j.netSavingUsdPerMonth)}/month${j.paybackMonths !== null ? `, pays back in ${j.paybackMonths.toFixed(1)} months` : ''}`);
   } else {
@@ -176,4 +208,38 @@ export function formatSummary(r: AdvisorReport): string {
   L.push('  go-live checklist:');
   for (const x of r.checklist) L.push(`    [${x.status === 'pass' ? 'pass' : x.status === 'fail' ? 'FAIL' : ' ?? '}] ${x.item}: ${x.detail}`);
   return L.join('\n');
+}
+
+/** One line on a backend's restarted-process measurement (cold and warm persistent cache). */
+export function restartLine(b: BackendMeasurement): string {
+  const c = b.cacheCheck;
+  if (c.status !== 'ok' || !c.cold || !c.warm) return `restart (${b.backend}): ${c.status === 'failed' ? 'FAILED' : 'not measured'}: ${c.reason}`;
+  const be = c.breakEven;
+  return `restart (${b.backend}): first ${c.calls === 1 ? 'call' : `${c.calls} calls`} in a fresh process: ${fmtMs(c.cold.totalMs)} cold cache, ${fmtMs(c.warm.totalMs)} warm cache ` +
+    `(${c.warm.cache.hits} hits, ${c.warm.cache.traceSkips} trace skips: ${c.skipped === 'tracing' ? 'tracing skipped' : c.skipped === 'code generation' ? 'code generation skipped, traced' : 'nothing reused'})` +
+    (be ? `: warm-up ${fmtMs(be.extraWarmupMs)} extra per start, break-even after ${be.calls === null ? 'never' : `${fmtNum(be.calls)} calls`}` : '');
+}
+
+/** The dynamic-shapes table of the terminal summary. */
+export function dynamicLines(d: DynamicShapes): string[] {
+  const L: string[] = [];
+  L.push(`  dynamic shapes (${d.backend}): ${d.shapes.length} shapes (${d.shapes.join('; ')}), cycled ${d.passes} times per variant`);
+  if (d.status !== 'ok') {
+    L.push(`    ${d.status === 'failed' ? 'FAILED' : 'not measured'}: ${d.reason}`);
+    return L;
+  }
+  L.push(`    varying: ${d.varying.map((v) => `input ${v.arg} dim ${v.dim} (${v.sizes.join(', ')})`).join(', ')}`);
+  L.push('    policy             compiles  traces  compile    1st pass   steady/call  vs static  vs eager');
+  for (const x of d.policies) {
+    if (x.status !== 'ok') {
+      L.push(`    ${x.policy.padEnd(17)}  ${x.status}: ${x.reason}`);
+      continue;
+    }
+    const rx = (v: number | null) => (v === null ? 'n/a' : `${v.toFixed(2)}x`);
+    L.push(`    ${x.policy.padEnd(17)}  ${String(x.policy === 'eager' ? '-' : x.compiles).padEnd(8)}  ${String(x.policy === 'eager' ? '-' : x.traces).padEnd(6)}  ${(x.policy === 'eager' ? '-' : fmtMs(x.compileTimeMs)).padEnd(9)}  ${fmtMs(x.firstPassMs).padEnd(9)}  ${fmtMs(x.steadyMs).padEnd(11)}  ${rx(x.vsStatic).padEnd(9)}  ${rx(x.speedup)}`);
+    if (x.buckets.length) L.push(`      buckets hit: ${x.buckets.map((b) => `${b.bucket} <- ${b.sizes.join(', ')} (${b.hits} calls)`).join('; ')}`);
+  }
+  L.push(`    recommended: ${d.recommended ?? 'none'}`);
+  for (const x of d.reasons) L.push(`      - ${x}`);
+  return L;
 }

@@ -55,6 +55,19 @@ export function breakEven(i: BreakEvenInput): BreakEven {
   return { warmupCalls: k, eagerWarmupMs: e, compiledWarmupMs: c, extraWarmupMs: extra, perCallSavingMs: saving, calls };
 }
 
+/**
+ * The break-even of a process start with a warm persistent cache: the same K warm-up calls,
+ * each start paying `savedMs` less (cold minus warm first calls, measured in two restarted
+ * processes; clamped at 0, so timing noise never makes the cache look harmful).
+ */
+export function withWarmCache(be: BreakEven, savedMs: number): BreakEven {
+  const compiled = be.compiledWarmupMs - Math.max(0, savedMs);
+  const extra = compiled - be.eagerWarmupMs;
+  const s = be.perCallSavingMs;
+  const calls = s > 0 && Number.isFinite(s) ? be.warmupCalls + Math.max(0, Math.ceil(extra / s)) : null;
+  return { ...be, compiledWarmupMs: compiled, extraWarmupMs: extra, calls };
+}
+
 // ---------------------------------------------------------------- usage and projection
 
 /** How long a process lives: a number of calls, or seconds (calls = seconds x calls per second). */
@@ -108,7 +121,13 @@ export function callsPerProcess(u: Pick<Usage, 'callsPerDay' | 'processLifetime'
 export interface ProjectionInput {
   eagerMedianMs: number;
   compiledMedianMs: number;
+  /** the cold break-even (this process's first calls) */
   breakEven: BreakEven;
+  /**
+   * the break-even with a warm persistent cache (withWarmCache), when a restarted process hit
+   * it: then each process start is charged this warm-up instead of the cold one
+   */
+  warmCacheBreakEven?: BreakEven | null;
 }
 
 export interface Projection {
@@ -120,14 +139,26 @@ export interface Projection {
   eagerHoursPerMonth: number;
   /** compiled: steady calls plus the extra warm-up at every process start (hours) */
   compiledHoursPerMonth: number;
+  /**
+   * which warm-up a process start pays in this projection: 'warm cache' when a restarted
+   * process measurably hit the persistent cache (the projection assumes it is configured),
+   * else 'cold'
+   */
+  warmupBasis: 'cold' | 'warm cache';
+  /** W of the basis: extra warm-up per process start (ms) */
+  extraWarmupMsPerStart: number;
   /** extra warm-up time per month: process starts x W (hours) */
   warmupHoursPerMonth: number;
+  /** the same with the cold W (no persistent cache) (hours) */
+  coldWarmupHoursPerMonth: number;
   /** eager - compiled, net of warm-up (hours; negative: compiling costs time) */
   savedHoursPerMonth: number;
   /** savedHours / eagerHours */
   savedFraction: number;
-  /** break-even reached within one process lifetime */
+  /** break-even (of the basis) reached within one process lifetime */
   breakEvenWithinProcess: boolean;
+  /** the same without the persistent cache (cold warm-up at every start) */
+  breakEvenWithinProcessCold: boolean;
   monthlyComputeCostUsd: number | null;
   /** monthlyComputeCost x savedFraction */
   computeSavingUsdPerMonth: number | null;
@@ -145,14 +176,18 @@ const MS_PER_HOUR = 3_600_000;
 /**
  * Monthly figures. The model: the workload's compute cost is proportional to the time its
  * calls take, every call takes the steady median, and each process start pays the extra
- * warm-up W once (W < 0 counts as a gain).
+ * warm-up W once (W < 0 counts as a gain): the warm-cache W when a restarted process hit the
+ * persistent cache (a service that restarts N times a day pays the warm first call once the
+ * cache is configured; only the first start after a deploy compiles cold), else the cold W.
  */
 export function project(m: ProjectionInput, u: Usage): Projection {
   const callsPerMonth = u.callsPerDay * DAYS_PER_MONTH;
   const perProcess = callsPerProcess(u);
   const starts = callsPerMonth / perProcess;
   const eagerH = (callsPerMonth * m.eagerMedianMs) / MS_PER_HOUR;
-  const warmupH = (starts * m.breakEven.extraWarmupMs) / MS_PER_HOUR;
+  const warmBe = m.warmCacheBreakEven ?? null;
+  const be = warmBe ?? m.breakEven;
+  const warmupH = (starts * be.extraWarmupMs) / MS_PER_HOUR;
   const compiledH = (callsPerMonth * m.compiledMedianMs) / MS_PER_HOUR + warmupH;
   const savedH = eagerH - compiledH;
   const savedFraction = eagerH > 0 ? savedH / eagerH : 0;
@@ -167,10 +202,14 @@ export function project(m: ProjectionInput, u: Usage): Projection {
     processStartsPerMonth: starts,
     eagerHoursPerMonth: eagerH,
     compiledHoursPerMonth: compiledH,
+    warmupBasis: warmBe ? 'warm cache' : 'cold',
+    extraWarmupMsPerStart: be.extraWarmupMs,
     warmupHoursPerMonth: warmupH,
+    coldWarmupHoursPerMonth: (starts * m.breakEven.extraWarmupMs) / MS_PER_HOUR,
     savedHoursPerMonth: savedH,
     savedFraction,
-    breakEvenWithinProcess: m.breakEven.calls !== null && m.breakEven.calls <= perProcess,
+    breakEvenWithinProcess: be.calls !== null && be.calls <= perProcess,
+    breakEvenWithinProcessCold: m.breakEven.calls !== null && m.breakEven.calls <= perProcess,
     monthlyComputeCostUsd: cost,
     computeSavingUsdPerMonth: computeSaving,
     engineeringCostUsd: eng,
@@ -234,6 +273,42 @@ export interface VerdictInput {
   productionShapes: readonly string[] | null;
   /** the compiled variant failed to run at all */
   error?: string | null;
+  /** the restarted-process measurement of the persistent cache (null/absent: not run) */
+  cache?: CacheFacts | null;
+  /** the shape policies measured over the production shapes (null/absent: not run) */
+  dynamic?: DynamicFacts | null;
+}
+
+/** What the verdict and checklist need of cache-check.ts's CacheCheck and CacheConfig. */
+export interface CacheFacts {
+  status: 'ok' | 'skipped' | 'failed';
+  /** why skipped or failed */
+  reason: string | null;
+  /** K: calls each restarted process ran */
+  calls: number;
+  /** the K calls summed, cold and warm cache (ms) */
+  coldMs: number | null;
+  warmMs: number | null;
+  hit: boolean;
+  hits: number;
+  traceSkips: number;
+  /** entries the cold process wrote (0: this backend stores nothing in the cache) */
+  coldWrites: number;
+  skipped: 'tracing' | 'code generation' | 'nothing' | null;
+  /** withWarmCache(breakEven, cold - warm) when the warm run hit */
+  warmBreakEven: BreakEven | null;
+  /** the user's cache folder, from this process's environment */
+  config: { dir: string; from: string; disabled: boolean; writable: boolean };
+}
+
+/** What the verdict needs of shape-policies.ts's DynamicShapes. */
+export interface DynamicFacts {
+  status: 'ok' | 'skipped' | 'failed';
+  reason: string | null;
+  recommended: 'static' | 'automatic dynamic' | 'buckets' | null;
+  /** the recommended policy's steady speedup over eager on the shape stream */
+  speedup: number | null;
+  reasons: readonly string[];
 }
 
 export interface VerdictThresholds {
@@ -276,13 +351,17 @@ export function warmupNoticeable(i: Pick<VerdictInput, 'breakEven' | 'eagerMedia
  *     error > tolerance, or final parameters > their tolerance), or compiled code that did
  *     not run (eager fallbacks, no replays) -> 'keep eager for now', each cause listed;
  *  2. not faster (speedup <= minSpeedup) -> 'do not compile';
- *  3. break-even not reached within one process lifetime -> 'do not compile (too short-lived)';
+ *  3. break-even not reached within one process lifetime, with the warm persistent cache
+ *     where a restarted process hit it (else cold) -> 'do not compile (too short-lived)';
+ *     3b. shape policies measured and none ran cleanly or is faster than eager over the
+ *     production shapes -> 'do not compile (too dynamic)';
  *  4. a monthly cost given and the saving below the amortized engineering cost ->
  *     'do not compile (saving below the engineering cost)';
  *  5. several production shapes, or recompiles on shape changes -> 'compile with dynamic
- *     shapes or buckets';
- *  6. noticeable warm-up (W >= noticeableWarmupMs and more than one eager call) ->
- *     'compile with warm-up and the persistent cache';
+ *     shapes or buckets', with the measured policy in the headline;
+ *  6. the cold warm-up breaks even too late but the warm-cache one does not, or a noticeable
+ *     warm-up (W >= noticeableWarmupMs and more than one eager call) -> 'compile with warm-up
+ *     and the persistent cache';
  *  7. otherwise 'compile'.
  */
 export function decide(i: VerdictInput, p: Projection, t: VerdictThresholds = DEFAULT_THRESHOLDS): VerdictResult {
@@ -332,27 +411,47 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit
   const speed = `compiled ${ms(i.compiledMedianMs)} vs eager ${ms(i.eagerMedianMs)} per call (median): ${i.speedup.toFixed(2)}x`;
   const be = i.breakEven;
   const beText = be.calls === null ? 'never' : `${be.calls.toLocaleString('en-US')} calls`;
-  const warm = `extra warm-up ${ms(be.extraWarmupMs)} per process start over ${be.warmupCalls} call(s) (compile time ${ms(i.compileTimeMs)})`;
+  const c = i.cache ?? null;
+  const wbe = c?.warmBreakEven ?? null;
+  const warm = `extra warm-up ${ms(be.extraWarmupMs)} per process start over ${be.warmupCalls} call(s) (compile time ${ms(i.compileTimeMs)})` +
+    (wbe ? `; ${ms(wbe.extraWarmupMs)} with a warm persistent cache` : '');
   const monthly = (): string => {
-    const base = `projected: ${hours(p.savedHoursPerMonth)} of compute saved per month net of warm-up (${(p.savedFraction * 100).toFixed(1)}%)`;
+    const base = `projected: ${hours(p.savedHoursPerMonth)} of compute saved per month net of warm-up (${(p.savedFraction * 100).toFixed(1)}%${p.warmupBasis === 'warm cache' ? ', process starts with a warm persistent cache' : ''})`;
     if (p.computeSavingUsdPerMonth === null) return `${base}; give --monthly-compute-cost for a cost figure`;
     return `${base}, ${usd(p.computeSavingUsdPerMonth)}/month of ${usd(p.monthlyComputeCostUsd!)}; engineering ${usd(p.engineeringCostUsd)} amortized over ${p.amortizationMonths} months (${usd(p.engineeringCostUsdPerMonth)}/month): net ${usd(p.netSavingUsdPerMonth!)}/month`;
   };
+  const restart = cacheSentence(c);
 
   // 2. not faster
   if (!(i.speedup > t.minSpeedup) || be.calls === null) {
     return { verdict: 'do not compile', headline: 'do not compile', reasons: [`not faster: ${speed}`, 'compiling only adds warm-up and complexity here'] };
   }
-  // 3. too short-lived
+  // 3. too short-lived, even with the warm cache where it was measured
   if (!p.breakEvenWithinProcess) {
     return {
       verdict: 'do not compile',
       headline: 'do not compile (too short-lived)',
       reasons: [
-        `break-even after ${beText}, but a process serves only ${fmtCalls(p.callsPerProcess)} call(s) before it exits`,
+        `break-even after ${beText}${wbe ? ` cold, ${wbe.calls === null ? 'never' : `${wbe.calls.toLocaleString('en-US')} calls`} with a warm persistent cache` : ''}, but a process serves only ${fmtCalls(p.callsPerProcess)} call(s) before it exits`,
         speed,
         warm,
-        'compiling pays only in processes that live past break-even (a server, a training run); the persistent cache (not built yet) would cut the warm-up',
+        ...(restart ? [restart] : []),
+        'compiling pays only in processes that live past break-even (a server, a training run)',
+      ],
+    };
+  }
+  // 3b. too dynamic: no compile policy ran cleanly, or none is faster, over the shape stream
+  const d = i.dynamic ?? null;
+  if (d && d.status === 'ok' && (d.recommended === null || !(d.speedup !== null && d.speedup > t.minSpeedup))) {
+    return {
+      verdict: 'do not compile',
+      headline: 'do not compile (too dynamic)',
+      reasons: [
+        d.recommended === null
+          ? 'over the production shapes, no compile policy ran cleanly (see below)'
+          : `over the production shapes, the best policy (${d.recommended}) is not faster than eager: ${d.speedup === null ? 'n/a' : `${d.speedup.toFixed(2)}x`}`,
+        ...d.reasons,
+        `for one shape: ${speed}`,
       ],
     };
   }
@@ -364,32 +463,50 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit
       reasons: [speed, monthly(), `the compute saved does not repay ${usd(p.engineeringCostUsd)} of engineering within ${p.amortizationMonths} months`],
     };
   }
-  const common = [speed, `break-even after ${beText}; a process serves ${fmtCalls(p.callsPerProcess)} calls`, warm, monthly()];
+  const common = [speed, `break-even after ${beText}${wbe ? ` (${wbe.calls === null ? 'never' : `${wbe.calls.toLocaleString('en-US')} calls`} with a warm persistent cache)` : ''}; a process serves ${fmtCalls(p.callsPerProcess)} calls`, warm, monthly()];
+  // the cold start breaks even too late, the warm-cache start does not: the cache is what makes compiling pay
+  const cacheNeeded = p.warmupBasis === 'warm cache' && !p.breakEvenWithinProcessCold;
+  const cacheLines = cacheNeeded
+    ? [`without the persistent cache every process start pays the cold warm-up and breaks even after ${beText}, past the ${fmtCalls(p.callsPerProcess)} calls a process serves: configure the cache (import 'kiln/node'; KILN_CACHE_DIR on persistent storage)`, ...(restart ? [restart] : [])]
+    : [];
   // 5. shapes
   const shapeRecompiles = i.recompileReasons.filter((r) => /dim|shape|rank/i.test(r));
   const distinct = i.productionShapes ? [...new Set(i.productionShapes)] : [];
   if (distinct.length > 1 || shapeRecompiles.length > 0) {
     const why: string[] = [];
-    if (distinct.length > 1) why.push(`${distinct.length} distinct input shapes in production (${distinct.slice(0, 5).join(', ')}${distinct.length > 5 ? ', ...' : ''}): each one compiles a new entry, up to the recompile limit (8), then calls run eagerly`);
+    if (distinct.length > 1) why.push(`${distinct.length} distinct input shapes in production (${distinct.slice(0, 5).join(', ')}${distinct.length > 5 ? ', ...' : ''})`);
     if (shapeRecompiles.length) why.push(`${shapeRecompiles.length} recompile(s) on shape changes: ${shapeRecompiles.slice(0, 3).join('; ')}`);
+    const policy = d && d.status === 'ok' && d.recommended
+      ? [`recommended shape policy: ${d.recommended}`, ...d.reasons]
+      : [`shape policies not measured${d?.reason ? ` (${d.reason})` : ''}: kiln.compile(fn) makes a dim that changes dynamic after one recompile (automatic dynamic); { buckets: { dim, sizes: 'pow2' } } pads to a few static sizes; { dynamic: false } compiles one entry per shape up to the recompile limit (8). The measured speedup is for one shape only`];
     return {
       verdict: 'compile with dynamic shapes or buckets',
-      headline: 'compile with dynamic shapes or buckets',
-      reasons: [...why, 'pad inputs to a few fixed sizes (buckets) until dynamic shapes land (issue 7); the measured speedup is for one shape only', ...common],
+      headline: `compile with dynamic shapes or buckets${d?.recommended ? ` (policy: ${d.recommended})` : ''}`,
+      reasons: [...why, ...policy, ...common, ...cacheLines],
     };
   }
-  // 6. warm-up
-  if (warmupNoticeable(i, t)) {
+  // 6. warm-up and the persistent cache
+  if (cacheNeeded || warmupNoticeable(i, t)) {
     return {
       verdict: 'compile with warm-up and the persistent cache',
       headline: 'compile with warm-up and the persistent cache',
       reasons: [
         ...common,
-        `the first call takes ${ms(i.firstCallExtraMs)} longer than eager: run a warm-up call at process start before serving traffic (and use the persistent cache once it exists, to skip compiling on restarts)`,
+        ...cacheLines,
+        `the first call takes ${ms(i.firstCallExtraMs)} longer than eager: run a warm-up call at process start, before serving traffic (\`await compiled.warmup([[...exampleArgs]])\`)`,
+        ...(!cacheNeeded && restart ? [restart] : []),
       ],
     };
   }
   return { verdict: 'compile', headline: 'compile', reasons: common };
+}
+
+/** One sentence on what a restarted process measured with the persistent cache, or null when not measured. */
+export function cacheSentence(c: CacheFacts | null): string | null {
+  if (!c || c.status !== 'ok' || c.coldMs === null || c.warmMs === null) return null;
+  const first = `the first ${c.calls === 1 ? 'call' : `${c.calls} calls`} of a restarted process took ${ms(c.warmMs)} with a warm persistent cache vs ${ms(c.coldMs)} cold`;
+  if (!c.hit) return `${first}: the warm run found nothing in the cache (0 hits), so it compiled again`;
+  return `${first} (${c.hits} cache hit(s), ${c.skipped === 'tracing' ? 'tracing and code generation skipped' : 'code generation skipped; the function still traced'})`;
 }
 
 function fmtCalls(n: number): string {
@@ -397,6 +514,28 @@ function fmtCalls(n: number): string {
 }
 
 // ---------------------------------------------------------------- checklist
+
+/**
+ * 'cache': the folder the user's processes would use is enabled and writable, and a restarted
+ * process hit a warm cache (pass); off, unwritable or no hit (fail); not measured (unknown).
+ */
+function cacheItem(c: CacheFacts | null): CheckItem {
+  const item = 'persistent compile cache configured';
+  if (!c) return { id: 'cache', item, status: 'unknown', detail: "not checked: import 'kiln/node' in the service (it registers the disk cache) and set KILN_CACHE_DIR to persistent storage" };
+  const cfg = c.config;
+  const where = `${cfg.dir} (${cfg.from === 'default' ? 'the default folder' : `from ${cfg.from}`})`;
+  if (cfg.disabled) return { id: 'cache', item, status: 'fail', detail: `KILN_CACHE turns the cache off in this environment: every process start compiles again (folder would be ${where})` };
+  if (!cfg.writable) return { id: 'cache', item, status: 'fail', detail: `the cache folder ${where} is not writable: set KILN_CACHE_DIR to a writable folder on persistent storage` };
+  if (c.status !== 'ok') return { id: 'cache', item, status: 'unknown', detail: `cache folder ${where} is writable; the restart was not measured: ${c.reason ?? c.status}` };
+  if (!c.hit && c.coldWrites === 0) return { id: 'cache', item, status: 'unknown', detail: `cache folder ${where} is writable, but this backend wrote no entries in a cold process: restarts have nothing to reuse` };
+  if (!c.hit) return { id: 'cache', item, status: 'fail', detail: `cache folder ${where} is writable, but a restarted process found nothing to reuse (0 hits of ${c.coldWrites} entries written): every start compiles again` };
+  return {
+    id: 'cache',
+    item,
+    status: 'pass',
+    detail: `cache folder ${where} is writable (import 'kiln/node' in the service to use it); a restarted process hit it: ${cacheSentence(c)}`,
+  };
+}
 
 export type CheckStatus = 'pass' | 'fail' | 'unknown';
 
@@ -434,17 +573,15 @@ export function checklist(i: VerdictInput): CheckItem[] {
       status: unlocated.length === 0 ? 'pass' : 'fail',
       detail: i.graphBreaks.length === 0 ? '0 graph breaks' : `${i.graphBreaks.length} graph break(s): ${i.graphBreaks.map((b) => b.location).join(', ')}`,
     },
-    {
-      id: 'cache',
-      item: 'persistent compile cache configured',
-      status: 'fail',
-      detail: 'the persistent cache is not built yet: every process start compiles again',
-    },
+    cacheItem(i.cache ?? null),
     {
       id: 'warm-up',
       item: 'warm-up call at process start configured',
       status: 'unknown',
-      detail: 'the advisor cannot see your deployment: call the compiled function once on representative inputs before serving',
+      detail: 'the advisor cannot see your deployment: call `await compiled.warmup([[...exampleArgs]])` at process start' +
+        (i.productionShapes && new Set(i.productionShapes).size > 1 ? ` (or { shapes: [...] } with each of the ${new Set(i.productionShapes).size} production shapes)` : '') +
+        ` before serving; measured first call: ${ms(i.firstCallExtraMs)} more than eager` +
+        (i.cache?.status === 'ok' && i.cache.warmMs !== null && i.cache.coldMs !== null ? `; in a restarted process ${ms(i.cache.warmMs)} warm cache vs ${ms(i.cache.coldMs)} cold (first ${i.cache.calls} call(s))` : ''),
     },
     {
       id: 'compile-time-metric',

@@ -11,12 +11,14 @@
 //     name: 'ranker',
 //     kind: 'inference',
 //     shapes: ['x[32,256]', 'x[64,256]'],          // optional: input shapes seen in production
+//                                                  // (inputs in order; unlisted ones follow: see shapes.ts)
 //     setup({ seed }) {
 //       kiln.manualSeed(seed);                       // same seed -> same weights and data
 //       const model = new Ranker();
 //       model.requiresGrad_(false); model.eval();
 //       const x = kiln.randn([32, 256]);
-//       return { inputs: [x], fn: (x) => model.call(x), params: model.parameters() };
+//       return { inputs: [x], fn: (x) => model.call(x), params: model.parameters(),
+//                captures: model.stateDict() };     // optional: lets a warm restart skip tracing
 //     },
 //   };
 //
@@ -29,6 +31,10 @@
 //   optimizer step) and returns the loss; an inference fn returns its output(s).
 // - setup() runs outside any kiln.scope, so what it makes survives; the advisor runs every
 //   call inside kiln.scope (inference also under kiln.noGrad) and calls dispose() at the end.
+// - The restart measurement (cache-check.ts) loads the workload again in fresh processes, by
+//   example name or module path: a workload object that lives only in memory skips it.
+// - With several `shapes`, the inputs at each shape are the setup's inputs tiled (shapes.ts),
+//   so fn must accept any of the declared shapes.
 
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -54,6 +60,12 @@ export interface WorkloadInstance {
   readonly fn: (...inputs: kiln.Tensor[]) => kiln.Tensor | readonly kiln.Tensor[];
   /** trainable parameters: compared between eager and compiled after the last step (training) */
   readonly params?: readonly kiln.Tensor[];
+  /**
+   * the tensors fn reads, by stable name (e.g. model.stateDict()): passed to kiln.compile as
+   * `captures`, so that a restarted process with a warm persistent cache can skip tracing
+   * (a warm start; inference only: training steps write gradients and always trace)
+   */
+  readonly captures?: Readonly<Record<string, kiln.Tensor>>;
   /** frees parameters, optimizer state and inputs (optional) */
   dispose?(): void;
 }
@@ -124,6 +136,9 @@ export function checkInstance(x: unknown, name: string): WorkloadInstance {
   if (!Array.isArray(o.inputs) || !o.inputs.every((t) => kiln.isTensor(t))) throw new WorkloadError(`${where}: 'inputs' must be an array of tensors`);
   if (typeof o.fn !== 'function') throw new WorkloadError(`${where}: 'fn' must be a function of the inputs`);
   if (o.params !== undefined && !(Array.isArray(o.params) && o.params.every((t) => kiln.isTensor(t)))) throw new WorkloadError(`${where}: 'params' must be an array of tensors`);
+  if (o.captures !== undefined && !(typeof o.captures === 'object' && o.captures !== null && Object.values(o.captures).every((t) => kiln.isTensor(t)))) {
+    throw new WorkloadError(`${where}: 'captures' must be an object of named tensors (e.g. model.stateDict())`);
+  }
   return x as WorkloadInstance;
 }
 
