@@ -28,10 +28,16 @@ export function chromiumUnavailableReason(path: string = CHROMIUM_PATH): string 
   return existsSync(path) ? null : `${path} not found: install Debian's chromium package (apt-get install -y chromium)`;
 }
 
-export async function launchChromium(path: string = CHROMIUM_PATH): Promise<Browser> {
+/**
+ * WebGPU in headless Chromium without a GPU (FACTS.md): `navigator.gpu` gets a SwiftShader
+ * adapter (vendor google, architecture swiftshader) with this flag.
+ */
+export const WEBGPU_ARGS = ['--enable-unsafe-webgpu'] as const;
+
+export async function launchChromium(path: string = CHROMIUM_PATH, extraArgs: readonly string[] = []): Promise<Browser> {
   const why = chromiumUnavailableReason(path);
   if (why) throw new Error(why);
-  return chromium.launch({ executablePath: path, headless: true, args: [...CHROMIUM_ARGS] });
+  return chromium.launch({ executablePath: path, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 /** Serves one HTML document from 127.0.0.1 (FACTS.md: pages behave best served, not from file://). */

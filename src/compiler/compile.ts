@@ -15,6 +15,7 @@ import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
 import { ArgumentError, KilnError } from '../core/errors.js';
+import { WebGpuSyncReadError } from '../backend/webgpu/errors.js';
 import type { Backend } from '../backend/backend.js';
 import { log, warnOnce } from './logs.js';
 import { counters } from './stats.js';
@@ -294,7 +295,10 @@ export class CompiledFunction {
     try {
       const proxied = args.map((a, i) => proxify(a, this.argNames[i] ?? `arg${i}`, tracer));
       result = this.fn(...proxied);
-      if (result instanceof Promise) throw new GraphBreakError('the compiled function returned a Promise', 'compile synchronous tensor code; await outside the compiled function');
+      if (result instanceof Promise) {
+        result.catch(() => undefined); // its own failure (e.g. an asynchronous read) is superseded by this error
+        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code; await outside the compiled function${(runtime.backend as { syncReads?: boolean }).syncReads === false ? ` (on ${runtime.backend.name}, \`await t.data()\` is an asynchronous graph break: ${ASYNC_READ_HINT})` : ''}`);
+      }
       // the last segment: outputs are the result, new grads, and tensors that escaped (kept)
       const resultIds = collectProxies(result, tracer);
       const gradLeaves = [...tracer.gradWrites.keys()];
@@ -362,12 +366,20 @@ export class CompiledFunction {
 
   private onBreak(tracer: Tracer, req: BreakRequest, report: CompileReport, addCodegen: (ms: number) => void): Float32Array | ReturnType<typeof readContiguous> | undefined {
     const location = userLocation();
-    const hint = breakHint(req.reason);
-    if (this.opts.fullgraph) throw new GraphBreakError(`graph break in ${this.name}: ${req.reason}`, hint, location);
-    report.breaks.push({ reason: req.reason, location, hint });
-    if (!counters.graphBreaks.some((b) => b.fn === this.name && b.location === location && b.reason === req.reason)) {
-      counters.graphBreaks.push({ fn: this.name, reason: req.reason, location, hint });
-      log('graph_breaks', `graph break in ${this.name} at ${location}: ${req.reason}\n  hint: ${hint}`);
+    // a backend that reads only asynchronously (webgpu): the break would need `await`, which a
+    // synchronous trace cannot do, so it is reported and raised as the backend's typed error
+    const asyncRead = req.tensor !== undefined && (runtime.backend as { syncReads?: boolean }).syncReads === false;
+    const reason = asyncRead ? `${req.reason}; on ${runtime.backend.name} reading a tensor is asynchronous (await t.data()), so this read is a graph break the compiled function cannot wait for` : req.reason;
+    const hint = asyncRead ? ASYNC_READ_HINT : breakHint(req.reason);
+    if (this.opts.fullgraph && !asyncRead) throw new GraphBreakError(`graph break in ${this.name}: ${reason}`, hint, location);
+    report.breaks.push({ reason, location, hint });
+    if (!counters.graphBreaks.some((b) => b.fn === this.name && b.location === location && b.reason === reason)) {
+      counters.graphBreaks.push({ fn: this.name, reason, location, hint });
+      log('graph_breaks', `graph break in ${this.name} at ${location}: ${reason}\n  hint: ${hint}`);
+    }
+    if (asyncRead) {
+      this.report = report; // explain() shows the break it stopped at
+      throw new WebGpuSyncReadError(`graph break in ${this.name} at ${location}: ${reason}`, 'compile', hint);
     }
     const graph = tracer.graph;
     graph.outputs = tracer.liveNodes();
@@ -474,7 +486,14 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       else storeProgram(graph, opts, kernelBackend, p, performance.now() - t0);
       log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
-      debugDump(report.name, graph.name, { 'loop_ir.txt': p.print(), 'fusion.txt': formatDecisions(lowered.decisions), [kernelBackend ? `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}` : 'output_code.js']: p.source() });
+      // getters: the texts are made only when KILN_DEBUG_DIR is set (p.source() renders every
+      // kernel again, e.g. all the C of a native program loaded from the compile cache)
+      const codeFile = kernelBackend ? `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}` : 'output_code.js';
+      debugDump(report.name, graph.name, {
+        get 'loop_ir.txt'() { return p.print(); },
+        get 'fusion.txt'() { return formatDecisions(lowered.decisions); },
+        get [codeFile]() { return p.source(); },
+      });
       return p;
     } catch (e) {
       // a kernel backend's own failure (e.g. the C compiler rejected the code) is reported, not hidden
@@ -578,6 +597,8 @@ function resolveInputs(graph: Graph, args: readonly unknown[], names: readonly s
 function disposeProxies(tracer: Tracer): void {
   for (const list of tracer.proxies.values()) for (const p of list) if (!p.hasStorage) p.dispose();
 }
+
+const ASYNC_READ_HINT = 'split the function at the read: compile the part before it, `await t.data()` outside, then call a second compiled function; or keep the value on tensors (kiln.where, masks) so no read is needed. item(), dataSync() and toArray() inside compiled code raise WebGpuSyncReadError on webgpu';
 
 function breakHint(reason: string): string {
   if (reason.includes('read')) return 'keep the value on tensors (kiln.where, masks) or move the read outside the compiled function';

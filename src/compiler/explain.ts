@@ -3,6 +3,7 @@
 
 import { CompiledFunction, type CompileOptions, type CompileReport } from './compile.js';
 import { bucketSummary } from './bucket.js';
+import { KilnError } from '../core/errors.js';
 
 export interface ExplainResult extends CompileReport {
   graphCount: number;
@@ -11,12 +12,22 @@ export interface ExplainResult extends CompileReport {
   text: string;
   /** bucketing (issue 7): the buckets this call hit, with the sizes they served */
   buckets?: { bucket: number; hits: number; sizes: number[] }[];
+  /** the typed error compiling stopped at after a break it reported (a value read on webgpu) */
+  stopped?: string;
 }
 
 export function explain<F extends (...args: never[]) => unknown>(fn: F, opts: CompileOptions & { print?: boolean } = {}): (...args: Parameters<F>) => ExplainResult {
   return (...args) => {
     const cf = new CompiledFunction(fn as unknown as (...a: unknown[]) => unknown, { ...opts, fullgraph: false });
-    cf.call(args as unknown[]);
+    let stopped: string | undefined;
+    try {
+      cf.call(args as unknown[]);
+    } catch (e) {
+      // a break that cannot run (a read on webgpu is asynchronous) is reported, not thrown:
+      // explaining what happens is the point; other errors are the caller's
+      if (!(e instanceof KilnError) || !cf.report) throw e;
+      stopped = `${e.name}: ${e.message.split('\n')[0]}`;
+    }
     const r = cf.report!;
     const result: ExplainResult = {
       ...r,
@@ -25,6 +36,10 @@ export function explain<F extends (...args: never[]) => unknown>(fn: F, opts: Co
       opsPerGraph: r.graphs.map((g) => g.ops),
       text: formatExplain(r),
     };
+    if (stopped) {
+      result.stopped = stopped;
+      result.text += `\n  stopped: ${stopped}`;
+    }
     const buckets = bucketSummary(cf.bucketState);
     if (buckets) {
       result.buckets = buckets;

@@ -6,6 +6,8 @@ import { numel } from '../core/shape.js';
 import { apply, runtime } from '../ops/dispatch.js';
 import { constantPrim } from '../ops/creation.js';
 import { setGradEnabled, isGradEnabled } from '../autograd/grad-mode.js';
+import type { Backend } from '../backend/backend.js';
+import { JsBackend } from '../backend/js/index.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { Graph, type GraphNode } from './graph.js';
 
@@ -67,14 +69,30 @@ function attrText(a: unknown): string {
   return JSON.stringify(a ?? null, (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
 }
 
+let hostBackend: Backend | null = null;
+
+/**
+ * Where folds are evaluated: the default backend when it reads synchronously (the CPU backends:
+ * unchanged behaviour), else a host JS backend. A GPU backend (`syncReads: false`, WebGPU) cannot
+ * hand the folded values back without awaiting, and folding only ever starts from constants
+ * known on the host (constant/full nodes: arange, the triu/tril and causal masks), so it never
+ * needs the device; captured tensors are input nodes and never fold.
+ */
+function foldBackend(): Backend {
+  if ((runtime.backend as { syncReads?: boolean }).syncReads !== false) return runtime.backend;
+  return (hostBackend ??= new JsBackend());
+}
+
 /** Evaluates small subgraphs whose inputs are all constants, at compile time. */
 export function constantFolding(g: Graph): Graph {
   const constant = new Set<number>();
   const replace = new Map<number, Partial<GraphNode>>();
   const values = new Map<number, Tensor>();
   const saved = runtime.tracer;
+  const savedBackend = runtime.backend;
   const grad = isGradEnabled();
   runtime.tracer = null;
+  runtime.backend = foldBackend();
   setGradEnabled(false);
   try {
     for (const n of g.nodes) {
@@ -91,6 +109,7 @@ export function constantFolding(g: Graph): Graph {
   } finally {
     for (const t of values.values()) t.dispose();
     runtime.tracer = saved;
+    runtime.backend = savedBackend;
     setGradEnabled(grad);
   }
   if (replace.size === 0) return g;

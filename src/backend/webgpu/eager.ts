@@ -1,7 +1,7 @@
 // Eager kernels on WebGPU: pointwise, reduction and matmul specs are written as loop-IR
 // kernels over [out, ...inputs] and rendered by the same WGSL renderer as compiled programs.
 // Shapes, strides and parameters become constants of the shader (one pipeline per distinct
-// kernel, cached by its WGSL source). Ops with no WGSL kernel yet raise a typed error.
+// kernel, cached by its WGSL source). Ops with no WGSL kernel raise a typed error.
 
 import type { Affine, LExpr, LoopKernel } from '../../compiler/loop-ir.js';
 import type { BackendBuffer } from '../backend.js';
@@ -62,8 +62,8 @@ export function eagerKernel(spec: KernelSpec, args: KernelArgs): EagerLaunch {
   throw unsupported(spec.kind);
 }
 
-/** Specs with no WGSL kernel yet. */
-export const UNSUPPORTED_EAGER = new Set(['im2col', 'col2im']);
+/** Specs with no WGSL kernel yet (im2col/col2im have theirs in render-window.ts). */
+export const UNSUPPORTED_EAGER = new Set<string>();
 
 export function unsupported(kind: string): WebGpuUnsupportedError {
   const what = kind === 'im2col' || kind === 'col2im' ? `${kind} (conv2d and pooling)` : kind === 'random' ? 'random (rand, randn, dropout, parameter initialization)' : kind;

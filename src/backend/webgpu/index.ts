@@ -22,6 +22,7 @@ import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuSh
 import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
 import { normalStream, uniformStream } from '../../core/random.js';
 import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
+import { splitForBindings } from './split.js';
 
 const MAP_READ = 1, COPY_DST = 8;
 const GPU_MAP_READ = 1;
@@ -64,6 +65,11 @@ export interface WebGpuStats {
 
 export class WebGpuBackend implements Backend {
   readonly name = 'webgpu';
+  /**
+   * GPU memory is read with `await read()` only: the compiler checks this flag to fold constants
+   * on the host and to report a value read while tracing as an asynchronous graph break.
+   */
+  readonly syncReads = false;
   private readonly pool: BufferPool;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private encoder: GPUCommandEncoder | null = null;
@@ -241,7 +247,13 @@ export class WebGpuBackend implements Backend {
   }
 
   private compile(k: LoopKernel, alias: AliasMap): Compiled[] {
-    return renderWgsl(k, alias).map((w) => {
+    let ws = renderWgsl(k, alias);
+    if (ws.some((w) => w.bindings.length > this.maxStorageBuffers)) {
+      // too many buffers for one shader on this device: dispatch parts in order (split.ts)
+      const parts = splitForBindings(k, this.maxStorageBuffers, alias);
+      if (parts) ws = parts.flatMap((p) => renderWgsl(p, alias));
+    }
+    return ws.map((w) => {
       if (w.bindings.length > this.maxStorageBuffers) {
         throw new WebGpuUnsupportedError(`kernel ${w.name} reads and writes ${w.bindings.length} buffers, more than this device binds per shader (maxStorageBuffersPerShaderStage = ${this.maxStorageBuffers})`, 'webgpu', 'compile smaller functions (fewer tensors per fused kernel), or use a device with a higher limit');
       }
