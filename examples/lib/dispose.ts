@@ -1,0 +1,12 @@
+// Freeing what an advisor workload's training setup made, shared by the examples' workloads.
+
+import * as kiln from 'kiln';
+
+/** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
+export function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {
+  const all = new Set<kiln.Tensor>([...inputs, ...model.parameters(), ...model.buffers()]);
+  for (const p of model.parameters()) if (p.grad) all.add(p.grad);
+  for (const g of opt.paramGroups) all.add(g.lrTensor);
+  for (const st of opt.state.values()) for (const t of Object.values(st)) all.add(t);
+  for (const t of all) if (!t.isDisposed) t.dispose();
+}
