@@ -45,4 +45,11 @@ export interface Backend {
   importCode?(specs: readonly KernelSpec[], code: unknown): boolean;
   /** What generated code depends on besides the kernels (compiler, flags, CPU): part of cache keys. */
   codeFingerprint?(): string;
+  /**
+   * Dynamic shapes (issue 7): true when `prepare` takes loop kernels with sizes that are runtime
+   * values (`kernel.sizes`, `*Sym` fields; see src/compiler/DYNAMIC.md) and renders each once,
+   * reading the sizes from the sizes buffer at launch. Absent or false: the compiler specializes
+   * a dynamic program per concrete size for this backend (one compile per size).
+   */
+  readonly symbolicKernels?: boolean;
 }

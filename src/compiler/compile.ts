@@ -1,6 +1,8 @@
 // kiln.compile: trace on the first call, guard, replay while the guards hold, recompile
 // (with the reason) when they do not, and report every graph break and fallback.
 
+import { getThreadPool } from '../backend/js/threads.js';
+import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, tensorHooks } from '../tensor/tensor.js';
@@ -133,6 +135,11 @@ export class CompiledFunction {
   ) {
     this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
     this.argNames = paramNames(module ? module.forward : fn);
+    // JS kernels split across worker threads: start them now (a worker takes ~60 ms to boot),
+    // so they boot while the first call traces instead of on its first parallel kernel
+    if (opts.fuse !== false && (opts.backend ?? 'js') === 'js') getThreadPool();
+    // named captures are the function's weights: placed for its kernels now, not in the first call
+    placeCaptures(opts);
   }
 
   /** dims made dynamic by automatic dynamic (arg path # dim) */

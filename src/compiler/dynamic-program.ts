@@ -1,10 +1,11 @@
-// A program whose sizes are runtime values (issue 7). The loop kernels are symbolic: on the
-// JS backend each is rendered once and reads the sizes (s0, s1, ...) from an extra float64
-// buffer at entry; buffer sizes, loop extents and output shapes are evaluated per distinct
-// size (cached). Kernel backends without symbolic support (native C, wasm) get the program
+// A program whose sizes are runtime values (issue 7). The loop kernels are symbolic: each is
+// rendered once and reads the sizes (s0, s1, ...) from an extra float64 buffer at entry, by the
+// JS renderer here or by a kernel backend that says `symbolicKernels` (wasm), through its
+// prepare/launch; buffer sizes, loop extents and output shapes are evaluated per distinct size
+// (cached). Kernel backends without symbolic support (native C, for now) get the program
 // specialized per concrete size instead (specializeKernel), cached by size and logged.
 
-import type { Backend, BackendBuffer } from '../backend/backend.js';
+import type { Backend, BackendBuffer, PreparedKernel } from '../backend/backend.js';
 import type { TypedArray, DType } from '../core/dtype.js';
 import { defaultGenerator } from '../core/random.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
@@ -16,7 +17,7 @@ import { getThreadPool, isShared } from '../backend/js/threads.js';
 import type { JsBuffer } from '../backend/js/index.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, specializeKernel, type LoopKernel } from './loop-ir.js';
 import type { BufferView, Lowered, Step } from './lower.js';
-import { FusedProgram, planMemory, type MemoryPlan } from './fused-program.js';
+import { FusedProgram, planMemory, usedBuffers, type MemoryPlan } from './fused-program.js';
 import { specializeTree, type Iota } from './dynamic-unify.js';
 import { symEval, type Sym } from './symbolic.js';
 import { log } from './logs.js';
@@ -50,6 +51,8 @@ interface SizeState {
 
 export class DynamicProgram {
   private readonly plan: MemoryPlan;
+  /** buffers some step touches (the others get no memory) */
+  private readonly used: Set<number>;
   private readonly launches: (Launch & { parts?: Launch[] })[] = [];
   private readonly slotBufs: (BackendBuffer | null)[];
   private readonly consts = new Map<number, BackendBuffer>();
@@ -58,7 +61,11 @@ export class DynamicProgram {
   private readonly states = new Map<string, SizeState>();
   private readonly specialized = new Map<string, FusedProgram>();
   private readonly writtenInputs: number[];
-  /** per-size programs built for a kernel backend without symbolic sizes (native, wasm) */
+  /** a kernel backend with symbolic kernels: each step's prepared kernel (null: opaque) */
+  private readonly prepared: (PreparedKernel | null)[] | null = null;
+  /** where scratch, constants, outputs and the sizes live (the kernel backend's heap for wasm) */
+  private readonly mem: Backend;
+  /** per-size programs built for a kernel backend without symbolic sizes (native) */
   specializations = 0;
 
   constructor(
@@ -68,19 +75,24 @@ export class DynamicProgram {
     readonly opts: { kernelBackend?: Backend; name: string },
   ) {
     const nb = lowered.buffers.length;
-    this.sizesBuf = backend.alloc('float64', Math.max(1, symbols.length), 'shared');
+    const kb = opts.kernelBackend;
+    const symbolic = !kb || kb.symbolicKernels === true;
+    // a symbolic kernel backend allocates (as FusedProgram does): its kernels read in place
+    this.mem = kb && symbolic ? kb : backend;
+    this.sizesBuf = this.mem.alloc('float64', Math.max(1, symbols.length), 'shared');
     this.plan = planMemory(lowered);
+    this.used = usedBuffers(lowered);
     this.slotBufs = this.plan.slots.map(() => null);
     const written = new Set(lowered.steps.flatMap((s) => (s.kind === 'kernel' ? kernelStores(s.kernel).map((x) => x.buf) : [s.out.buf])));
     this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
-    if (opts.kernelBackend) return; // specialized per size on first use
+    if (!symbolic) return; // specialized per size on first use
     for (const b of lowered.buffers) {
       if (b.kind !== 'constant') continue;
       const iota = (b as { dataIota?: Iota }).dataIota;
       if (iota) this.iotas.set(b.id, { buf: null, cap: 0, iota });
       else {
-        const buf = backend.alloc(b.dtype, b.size);
-        backend.write(buf, b.data!);
+        const buf = this.mem.alloc(b.dtype, b.size);
+        this.mem.write(buf, b.data!);
         this.consts.set(b.id, buf);
       }
     }
@@ -90,6 +102,16 @@ export class DynamicProgram {
       const k = s.kernel;
       k.sizes = sizes;
       if (k.kind === 'group') for (const p of k.parts) p.sizes = sizes;
+    }
+    if (kb) {
+      // rendered once by the kernel backend, which reads the sizes at launch
+      this.prepared = lowered.steps.map((s) => (s.kind === 'kernel' ? kb.prepare({ kind: 'loop', kernel: s.kernel, nBuffers: nb + 1 }) : null));
+      kb.flush?.();
+      return;
+    }
+    for (const s of lowered.steps) {
+      if (s.kind !== 'kernel') continue;
+      const k = s.kernel;
       const launch = (kk: LoopKernel): Launch => {
         const { fn, source } = compileKernel(kk, nb + 1);
         const writes = [...new Set(kernelStores(kk).map((x) => x.buf))];
@@ -110,7 +132,7 @@ export class DynamicProgram {
 
   run(inputs: readonly Tensor[]): Tensor[] {
     const values = this.sizesOf(inputs);
-    if (this.opts.kernelBackend) return this.runSpecialized(values, inputs);
+    if (this.opts.kernelBackend && !this.prepared) return this.runSpecialized(values, inputs);
     const st = this.state(values);
     const l = this.lowered;
     const bufs: BackendBuffer[] = new Array(l.buffers.length + 1);
@@ -131,17 +153,17 @@ export class DynamicProgram {
     need.forEach((n, k) => {
       const cur = this.slotBufs[k];
       if (!cur || cur.size < n) {
-        if (cur) this.backend.free(cur);
-        this.slotBufs[k] = this.backend.alloc(this.plan.slots[k]!.dtype, Math.max(n, 1), 'shared');
+        if (cur) this.mem.free(cur);
+        this.slotBufs[k] = this.mem.alloc(this.plan.slots[k]!.dtype, Math.max(n, 1), 'shared');
       }
     });
     const outputBufs = new Set(l.outputs.map((o) => o.buf));
     l.buffers.forEach((b, id) => {
-      if (b.kind !== 'scratch') return;
+      if (b.kind !== 'scratch' || !(this.used.has(id) || outputBufs.has(id))) return;
       const slot = this.plan.slotOf[id]!;
       if (slot >= 0 && !outputBufs.has(id)) bufs[id] = this.slotBufs[slot]!;
       else {
-        const buf = this.backend.alloc(b.dtype, st.bufSizes[id]!, 'shared');
+        const buf = this.mem.alloc(b.dtype, Math.max(1, st.bufSizes[id]!), 'shared');
         bufs[id] = buf;
         if (outputBufs.has(id)) storages.set(id, new Storage(this.backend, buf));
       }
@@ -150,9 +172,11 @@ export class DynamicProgram {
     values.forEach((v, i) => (sizesData[i] = v));
     bufs[l.buffers.length] = this.sizesBuf;
     let li = 0;
+    const kb = this.opts.kernelBackend, args = { kind: 'loop' as const, buffers: bufs };
     l.steps.forEach((s, si) => {
-      if (s.kind === 'kernel') this.launch(this.launches[li++]!, st.extents[si]!, bufs);
-      else runOpaque(st.opaque.get(si)!, bufs, this.backend);
+      if (s.kind !== 'kernel') runOpaque(st.opaque.get(si)!, bufs, this.backend);
+      else if (this.prepared) kb!.launch(this.prepared[si]!, args);
+      else this.launch(this.launches[li++]!, st.extents[si]!, bufs);
     });
     for (const i of this.writtenInputs) inputs[i]!.storage.version++;
     return st.outputs.map((o) => {
@@ -184,13 +208,13 @@ export class DynamicProgram {
 
   private iotaBuffer(id: number, c: { buf: BackendBuffer | null; cap: number; iota: Iota }, n: number): BackendBuffer {
     if (!c.buf || c.cap < n) {
-      if (c.buf) this.backend.free(c.buf);
+      if (c.buf) this.mem.free(c.buf);
       const cap = Math.max(n, c.cap * 2, 1);
       const dtype = this.lowered.buffers[id]!.dtype;
-      c.buf = this.backend.alloc(dtype, cap, 'shared');
+      c.buf = this.mem.alloc(dtype, cap, 'shared');
       const data = new (dtype === 'int32' ? Int32Array : dtype === 'float64' ? Float64Array : Float32Array)(cap);
       for (let i = 0; i < cap; i++) data[i] = c.iota.start + i * c.iota.step;
-      this.backend.write(c.buf, data);
+      this.mem.write(c.buf, data);
       c.cap = cap;
     }
     return c.buf;
@@ -211,6 +235,8 @@ export class DynamicProgram {
         extents.push([]);
         return;
       }
+      // (a symbolic kernel backend evaluates its own extents at launch)
+      if (this.prepared) return void extents.push([]);
       const k = specializeKernel(s.kernel, values);
       extents.push(k.kind === 'group' ? k.parts.map((p) => [kernelExtent(p), kernelWork(p)]) : [[kernelExtent(k), kernelWork(k)]]);
     });
@@ -220,7 +246,7 @@ export class DynamicProgram {
     return st;
   }
 
-  /** Native / wasm: one static program per concrete size (their renderers read no symbols yet). */
+  /** Native: one static program per concrete size (its renderer reads no symbols yet). */
   private runSpecialized(values: number[], inputs: readonly Tensor[]): Tensor[] {
     const key = values.join(',');
     let p = this.specialized.get(key);
@@ -239,7 +265,9 @@ export class DynamicProgram {
 
   print(): string {
     const names = this.symbols.map((s) => `${s.name} = ${s.label}`).join(', ');
-    const lines = [`dynamic fused program (${names}): ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps${this.opts.kernelBackend ? `; specialized per size for ${this.opts.kernelBackend.name}` : ''}`];
+    const kb = this.opts.kernelBackend;
+    const how = !kb ? '' : this.prepared ? `; symbolic kernels on ${kb.name}` : `; specialized per size for ${kb.name}`;
+    const lines = [`dynamic fused program (${names}): ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps${how}`];
     for (const s of this.lowered.steps) {
       if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
       else lines.push(`opaque ${s.node.op} (%${s.node.id}): (${s.inputs.map((v) => `buf${v.buf}`).join(', ')}) -> buf${s.out.buf}`);
@@ -249,6 +277,8 @@ export class DynamicProgram {
 
   source(): string {
     const nb = this.lowered.buffers.length + 1;
+    const kb = this.opts.kernelBackend;
+    if (kb && this.prepared) return this.kernels.map((k) => kb.describe?.({ kind: 'loop', kernel: k, nBuffers: nb }) ?? printKernel(k)).join('\n\n');
     return this.kernels.map((k) => compileKernel(k, nb).source).join('\n\n');
   }
 }

@@ -42,6 +42,15 @@ function stepWrites(s: Step): number[] {
   return s.kind === 'kernel' ? [...new Set(kernelStores(s.kernel).map((x) => x.buf))] : [s.out.buf];
 }
 
+/**
+ * Buffers some step reads or writes. Lowering can leave buffers no step touches (e.g. a
+ * matmul's output after its epilogue was fused into the consumer): they get no memory, since
+ * allocating them per call would zero-fill fresh pages for nothing.
+ */
+export function usedBuffers(l: Lowered): Set<number> {
+  return new Set(l.steps.flatMap((s) => [...stepReads(s), ...stepWrites(s)]));
+}
+
 /** Lifetime-based reuse of scratch buffers (best fit by size, same dtype). */
 export function planMemory(l: Lowered): MemoryPlan {
   const outputBufs = new Set(l.outputs.map((o) => o.buf));
@@ -121,8 +130,9 @@ export class FusedProgram {
       this.constants.set(b.id, buf);
     }
     const outputBufs = new Set(lowered.outputs.map((o) => o.buf));
+    const used = usedBuffers(lowered);
     for (const b of lowered.buffers) {
-      if (b.kind !== 'scratch') continue;
+      if (b.kind !== 'scratch' || !(used.has(b.id) || outputBufs.has(b.id))) continue;
       const slot = this.plan.slotOf[b.id]!;
       if (outputBufs.has(b.id) || slot === -1) this.perCall.push({ id: b.id, dtype: b.dtype, size: b.size, output: outputBufs.has(b.id) });
       else this.slotted.push([b.id, slot]);

@@ -13,6 +13,8 @@ import type { FuncBuilder } from './encoder.js';
 import { Op, T, type ValType } from './opcodes.js';
 import type { MathImport, ModuleContext } from './module-context.js';
 import { toInt32 } from './vmath.js';
+import type { SizeLocals } from './sizes.js';
+import type { Sym } from '../../compiler/symbolic.js';
 
 export type Kind = 'f32' | 'f64' | 'i32' | 'b';
 export const KIND: Record<DType, Kind> = { float32: 'f32', float64: 'f64', int32: 'i32', bool: 'b' };
@@ -68,6 +70,8 @@ export class Gen {
   private readonly kinds = new Map<number, Kind>();
   /** the loop variable being vectorized (-1: scalar code) */
   vecVar = -1;
+  /** dynamic kernels: the sizes read at entry (null: a static kernel, every number a constant) */
+  sizes: SizeLocals | null = null;
 
   constructor(
     readonly mc: ModuleContext,
@@ -75,6 +79,12 @@ export class Gen {
     /** local holding each buffer's base address (-1: the aux scratch) */
     readonly base: ReadonlyMap<number, number>,
   ) {}
+
+  /** Pushes a number of the kernel (times `scale`) as an i32: a constant, or a size's local. */
+  num(v: number, s?: Sym | null, scale = 1): void {
+    if (s && this.sizes) this.sizes.push(v, s, scale);
+    else this.fb.i32(v * scale);
+  }
 
   /** Pushes the byte address of `base[buf] + elem * size` (elem an i32 on the stack already pushed by `elem`). */
   address(buf: number, dtype: DType, elem: () => void): void {
@@ -109,7 +119,7 @@ export class Gen {
 
   /** Emits `e` converted to kind `want`. */
   emit(e: LExpr, want: Kind): void {
-    if (e.k === 'const') return this.constIn(e.v, want);
+    if (e.k === 'const' && !(e.vSym && this.sizes)) return this.constIn(e.v, want);
     this.convert(this.value(e), want);
   }
 
@@ -140,7 +150,11 @@ export class Gen {
         fb.mem(d === 'float32' ? Op.f32Load : d === 'float64' ? Op.f64Load : d === 'int32' ? Op.i32Load : Op.i32Load8U, 0);
         return KIND[d];
       }
-      case 'const': fb.f64(e.v); return 'f64';
+      case 'const':
+        // a size used as a value (dynamic kernels): its i32 local, in double as constants are
+        if (e.vSym && this.sizes) return this.num(e.v, e.vSym), fb.op(Op.f64ConvertI32S), 'f64';
+        fb.f64(e.v);
+        return 'f64';
       case 'tmp': case 'red': {
         const l = (e.k === 'tmp' ? this.tmp : this.red).get(e.id);
         if (!l) throw new Error(`kiln internal: wasm renderer: ${e.k} ${e.id} used before it is computed`);
@@ -159,7 +173,7 @@ export class Gen {
   /** Pushes 1 where the value is non-zero (NaN counts as true, as in JS). */
   truth(x: LExpr): void {
     const fb = this.fb;
-    if (x.k === 'const') return void fb.i32(x.v !== 0 ? 1 : 0);
+    if (x.k === 'const' && !(x.vSym && this.sizes)) return void fb.i32(x.v !== 0 ? 1 : 0);
     const k = this.value(x);
     if (k === 'f32') fb.f32(0).op(Op.f32Ne);
     else if (k === 'f64') fb.f64(0).op(Op.f64Ne);

@@ -15,6 +15,8 @@ import { describeKernel, renderModule, type RenderedKernel } from './render.js';
 import { createPool, type WasmPool } from './threads.js';
 import { mathImports } from './imports.js';
 import { WasmCompileError, WasmUnavailableError } from './errors.js';
+import { DynamicLaunch } from './dynamic.js';
+import { dropImported, exportWasmCode, importedEntry, importWasmCode, rememberModule } from './code-cache.js';
 
 export { WasmCompileError, WasmUnavailableError } from './errors.js';
 export { renderModule } from './render.js';
@@ -38,6 +40,8 @@ interface WasmKernel extends PreparedKernel {
   compiled: CompiledFn | null;
   /** the kernel's own scratch (a matmul accumulator), allocated on first launch */
   aux: number;
+  /** dynamic kernels (issue 7): extent, work and aux size evaluated per launch from the sizes */
+  readonly dyn: DynamicLaunch | null;
 }
 
 export interface WasmStats {
@@ -54,6 +58,8 @@ export interface WasmStats {
 const counters = { modules: 0, kernels: 0, kernelHits: 0, compileMs: 0 };
 /** compiled modules by their bytes */
 const modules = new Map<string, WebAssembly.Module>();
+/** bytesKey of module bytes restored from the compile cache */
+const cachedKeys = new WeakMap<Uint8Array, string>();
 
 /** Whether this runtime has WebAssembly with 128-bit SIMD: null, or why not. */
 export function wasmUnavailableReason(): string | null {
@@ -79,6 +85,8 @@ function kernelKey(k: LoopKernel): string {
 
 export class WasmBackend implements Backend {
   readonly name = 'wasm';
+  /** dynamic kernels render once and read their sizes at entry (sizes.ts): no per-size compile */
+  readonly symbolicKernels = true;
   readonly heap: Heap;
   private readonly pending: WasmKernel[] = [];
   private readonly prepared = new Map<string, WasmKernel>();
@@ -130,7 +138,7 @@ export class WasmBackend implements Backend {
     if (!k) {
       const work = kernelWork(spec.kernel);
       const extent = kernelExtent(spec.kernel);
-      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, compiled: this.compiledKernels.get(key) ?? null, aux: 0 };
+      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, compiled: this.compiledKernels.get(key) ?? this.fromCodeCache(key, spec.kernel), aux: 0, dyn: spec.kernel.sizes ? new DynamicLaunch(spec.kernel, spec.kernel.sizes) : null };
       if (k.compiled) counters.kernelHits++;
       else this.pending.push(k);
       this.prepared.set(key, k);
@@ -164,6 +172,7 @@ export class WasmBackend implements Backend {
     this.instances.set(moduleId, instance);
     todo.forEach((k, i) => {
       const r = kernels[i]!;
+      rememberModule(k.key, { bytes, r }); // for exportCode (the compile cache)
       const c: CompiledFn = { fn: instance.exports[r.name] as (...a: number[]) => void, r, moduleId, module: module! };
       this.compiledKernels.set(k.key, c);
       k.compiled = c;
@@ -194,16 +203,81 @@ export class WasmBackend implements Backend {
     const addrs = c.r.bufs.map((b) => this.heap.adopt(a.buffers[b] as JsBuffer));
     if (c.r.scratchBytes) this.ensureScratch(c.r.scratchBytes);
     if (c.r.auxBytes && !k.aux) k.aux = this.heap.alloc(c.r.auxBytes);
+    let { extent, parallel } = k;
+    if (k.dyn) {
+      const at = k.dyn.at(a.buffers);
+      (extent = at.extent), (parallel = extent > 1 && at.work >= PARALLEL_WORK);
+      if (c.r.auxSym) k.aux = k.dyn.auxAt(this.heap, c.r.auxSym, at.values);
+    }
     const scratch0 = this.scratch.addr[0] ?? 0;
     if (a.range) return c.fn(...addrs, a.range[0], a.range[1], scratch0, k.aux);
-    if (this.pool && k.parallel) {
-      this.pool.run(c.moduleId, c.module, c.r.name, addrs, k.extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux));
-    } else c.fn(...addrs, 0, k.extent, scratch0, k.aux);
+    if (this.pool && parallel) {
+      this.pool.run(c.moduleId, c.module, c.r.name, addrs, extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux));
+    } else c.fn(...addrs, 0, extent, scratch0, k.aux);
   }
 
   describe(spec: KernelSpec): string {
     if (spec.kind !== 'loop') return this.js.describe(spec);
     return describeKernel(spec.kernel, this.heap.shared);
+  }
+
+  /** The compile cache and artifacts: the module bytes holding these kernels (code-cache.ts). */
+  exportCode(specs: readonly KernelSpec[]): unknown {
+    return exportWasmCode(specs.map((s) => (s.kind === 'loop' ? s.kernel : null)), kernelKey);
+  }
+
+  /** Module bytes from exportCode: preparing these kernels then skips rendering them. */
+  importCode(specs: readonly KernelSpec[], code: unknown): boolean {
+    return importWasmCode(specs.map((s) => (s.kind === 'loop' ? s.kernel : null)), code);
+  }
+
+  /** Modules import the heap's memory as shared or not: part of the cache key. */
+  codeFingerprint(): string {
+    return `wasm simd128 memory=${this.heap.shared ? 'shared' : 'unshared'}`;
+  }
+
+  /** instances of modules restored from the compile cache, by their bytes' key */
+  private readonly cachedInstances = new Map<string, { instance: WebAssembly.Instance; moduleId: number; module: WebAssembly.Module }>();
+
+  /** A kernel restored by importCode: its module compiled (once per bytes) and instantiated here. */
+  private fromCodeCache(key: string, kernel: LoopKernel): CompiledFn | null {
+    const e = importedEntry(kernel);
+    if (!e) return null;
+    // the kernels of one stored module share its bytes: hash them once
+    let mkey = cachedKeys.get(e.bytes);
+    if (mkey === undefined) cachedKeys.set(e.bytes, (mkey = bytesKey(e.bytes)));
+    let inst = this.cachedInstances.get(mkey);
+    if (!inst) {
+      try {
+        const t0 = performance.now();
+        let module = modules.get(mkey);
+        if (!module) {
+          module = new WebAssembly.Module(e.bytes as BufferSource);
+          modules.set(mkey, module);
+          counters.modules++;
+        }
+        const instance = new WebAssembly.Instance(module, this.imports);
+        const moduleId = this.instances.size;
+        this.instances.set(moduleId, instance);
+        this.cachedInstances.set(mkey, (inst = { instance, moduleId, module }));
+        const ms = performance.now() - t0;
+        counters.compileMs += ms;
+        this.log(`a module from the compile cache (${e.bytes.length} bytes) in ${ms.toFixed(1)} ms`);
+      } catch (err) {
+        this.log(`a module from the compile cache did not compile (${(err as Error).message}); rendering its kernels again`);
+        dropImported(kernel);
+        return null;
+      }
+    }
+    const fn = inst.instance.exports[e.r.name];
+    if (typeof fn !== 'function') {
+      dropImported(kernel);
+      return null;
+    }
+    const c: CompiledFn = { fn: fn as (...a: number[]) => void, r: e.r, moduleId: inst.moduleId, module: inst.module };
+    this.compiledKernels.set(key, c);
+    counters.kernels++;
+    return c;
   }
 
   stats(): WasmStats {

@@ -7,6 +7,10 @@ import { Gen, KIND, NotVectorizable, VT, type Kind } from './gen.js';
 import { accessesOf, constDim, loops, startPointers, vectorSafe, type Dim } from './loops.js';
 import { Op, Simd, T } from './opcodes.js';
 import { vconst } from './vmath.js';
+import { symToString, type Sym } from '../../compiler/symbolic.js';
+
+/** Sizes for notes: symbolic where a dynamic kernel has symbols. */
+export const dimsText = (xs: readonly number[], sym?: readonly (Sym | null)[]): string => xs.map((x, i) => (sym?.[i] ? symToString(sym[i]!) : String(x))).join(', ');
 import { VecGen } from './vector.js';
 
 export interface Params {
@@ -44,7 +48,7 @@ export function renderPointwise(g: Gen, k: PointwiseKernel, p: Params, ranged: b
   g.ptr = new Map();
   startPointers(g, accs, ranged && k.shape.length > 0 ? { v: 0, start: () => fb.get(p.lo) } : undefined);
   g.stmts(invariant);
-  const dims: Dim[] = k.shape.map((s, d) => (d === 0 && ranged ? { v: 0, lo: () => fb.get(p.lo), hi: () => fb.get(p.hi) } : constDim(g, d, s)));
+  const dims: Dim[] = k.shape.map((s, d) => (d === 0 && ranged ? { v: 0, lo: () => fb.get(p.lo), hi: () => fb.get(p.hi) } : constDim(g, d, s, k.shapeSym?.[d])));
   const vg = new VecGen(g);
   const vec = vectorSafe(accs, k.stores) && k.shape.length > 0
     ? (lanes: number | null) => {
@@ -56,7 +60,7 @@ export function renderPointwise(g: Gen, k: PointwiseKernel, p: Params, ranged: b
     g.stmts(variant);
     for (const s of k.stores) g.store(s);
   }, vec);
-  notes.push(`${k.name}: pointwise [${k.shape.join(', ')}], inner loop ${v ? 'f32x4' : 'scalar'}`);
+  notes.push(`${k.name}: pointwise [${dimsText(k.shape, k.shapeSym)}], inner loop ${v ? 'f32x4' : 'scalar'}`);
   g.ptr = saved;
 }
 
@@ -191,8 +195,8 @@ export function renderRow(g: Gen, k: RowKernel, p: Params, notes: string[]): voi
   const allAccs = accessesOf([...k.reductions.flatMap((r) => r.body), ...k.outerBody, ...k.rowBody], [...k.outerStores, ...k.rowStores], k.reductions.map((r) => r.value));
   g.ptr = new Map();
   startPointers(g, allAccs, no > 0 ? { v: 0, start: () => fb.get(p.lo) } : undefined);
-  const outerDims: Dim[] = k.outer.map((s, d) => (d === 0 ? { v: 0, lo: () => fb.get(p.lo), hi: () => fb.get(p.hi) } : constDim(g, d, s)));
-  const innerDims: Dim[] = k.inner.map((s, i) => constDim(g, no + i, s));
+  const outerDims: Dim[] = k.outer.map((s, d) => (d === 0 ? { v: 0, lo: () => fb.get(p.lo), hi: () => fb.get(p.hi) } : constDim(g, d, s, k.outerSym?.[d])));
+  const innerDims: Dim[] = k.inner.map((s, i) => constDim(g, no + i, s, k.innerSym?.[i]));
   loops(g, outerDims, allAccs, () => {
     for (let ri = 0; ri < k.reductions.length;) {
       const group = [k.reductions[ri]!];

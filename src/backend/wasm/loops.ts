@@ -6,6 +6,7 @@
 import type { Affine, LExpr, Stmt, Store } from '../../compiler/loop-ir.js';
 import { Op } from './opcodes.js';
 import { accessKey, Gen, NotVectorizable, SIZE, type Access } from './gen.js';
+import type { Sym } from '../../compiler/symbolic.js';
 
 export interface Dim {
   readonly v: number;
@@ -45,11 +46,12 @@ export function startPointers(g: Gen, accs: readonly Access[], first?: { v: numb
     if (g.ptr.has(key)) continue;
     const p = fb.local(0x7f);
     g.address(a.buf, a.dtype, () => {
-      fb.i32(a.at.o);
+      g.num(a.at.o, a.at.oSym);
       const c = first ? a.at.c[first.v] ?? 0 : 0;
       if (first && c !== 0) {
         first.start();
-        fb.i32(c).op(Op.i32Mul, Op.i32Add);
+        g.num(c, a.at.cSym?.[first.v]);
+        fb.op(Op.i32Mul, Op.i32Add);
       }
     });
     fb.set(p);
@@ -68,7 +70,8 @@ export function loops(g: Gen, dims: readonly Dim[], accs: readonly Access[], sca
   const [d, ...rest] = dims as [Dim, ...Dim[]];
   const parent = g.ptr;
   const level = new Map(parent);
-  const moving: { p: number; step: number }[] = [];
+  // step: bytes per iteration (dynamic kernels: `sym` elements, a size's local)
+  const moving: { p: number; step: number; sym: Sym | null; size: number }[] = [];
   for (const a of accs) {
     const key = accessKey(a);
     const c = a.at.c[d.v] ?? 0;
@@ -76,12 +79,17 @@ export function loops(g: Gen, dims: readonly Dim[], accs: readonly Access[], sca
     const q = fb.local(0x7f);
     fb.get(parent.get(key)!).set(q);
     level.set(key, q);
-    moving.push({ p: q, step: c * SIZE[a.dtype] });
+    moving.push({ p: q, step: c * SIZE[a.dtype], sym: a.at.cSym?.[d.v] ?? null, size: SIZE[a.dtype] });
   }
   g.ptr = level;
   const v = fb.local(0x7f);
   const advance = (n: number) => {
-    for (const m of moving) fb.get(m.p).i32(m.step * n).op(Op.i32Add).set(m.p);
+    for (const m of moving) {
+      fb.get(m.p);
+      if (m.sym) g.num(m.step * n, m.sym, m.size * n);
+      else fb.i32(m.step * n);
+      fb.op(Op.i32Add).set(m.p);
+    }
   };
   let vectorized = false;
   if (rest.length === 0 && vector) {
@@ -118,6 +126,7 @@ export function loops(g: Gen, dims: readonly Dim[], accs: readonly Access[], sca
   return vectorized;
 }
 
-export const constDim = (g: Gen, v: number, size: number): Dim => ({ v, lo: () => g.fb.i32(0), hi: () => g.fb.i32(size) });
+/** A loop over [0, size) (dynamic kernels: `sym`, a size's local). */
+export const constDim = (g: Gen, v: number, size: number, sym?: Sym | null): Dim => ({ v, lo: () => g.fb.i32(0), hi: () => g.num(size, sym) });
 
 export type { Affine };

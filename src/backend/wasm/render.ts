@@ -10,6 +10,8 @@ import { renderPointwise, renderRow } from './kernels.js';
 import { renderMatmul } from './matmul.js';
 import { ModuleContext } from './module-context.js';
 import { T } from './opcodes.js';
+import { SizeLocals } from './sizes.js';
+import type { Sym } from '../../compiler/symbolic.js';
 
 export interface RenderedKernel {
   /** export name in the module */
@@ -19,6 +21,8 @@ export interface RenderedKernel {
   /** per-thread scratch bytes (matmul packing) and per-kernel aux bytes (a matmul accumulator) */
   readonly scratchBytes: number;
   readonly auxBytes: number;
+  /** dynamic kernels: aux bytes as a polynomial in the sizes (evaluated per launch) */
+  readonly auxSym?: Sym;
   /** how each loop was rendered (for describe / output_code) */
   readonly notes: readonly string[];
   /** function body size in bytes */
@@ -50,21 +54,30 @@ export function bufferDTypes(k: LoopKernel): Map<number, DType> {
 /** Adds one kernel to the module as an exported function named `name`. */
 export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): RenderedKernel {
   const dts = bufferDTypes(k);
+  // a dynamic kernel also takes its sizes buffer (float64 s0, s1, ...)
+  if (k.sizes) dts.set(k.sizes.buf, 'float64');
   const bufs = [...dts.keys()].sort((a, b) => a - b);
   const fb = new FuncBuilder(name, { params: [...bufs.map(() => T.i32), T.i32, T.i32, T.i32, T.i32], results: [] }, true);
   const lo = bufs.length, hi = lo + 1, scratch = lo + 2, aux = lo + 3;
   const base = new Map<number, number>(bufs.map((b, i) => [b, i]));
   base.set(-1, aux);
   const g = new Gen(mc, fb, base);
+  if (k.sizes) g.sizes = new SizeLocals(fb, base.get(k.sizes.buf)!, k.sizes);
   const notes: string[] = [];
   let scratchBytes = 0, auxBytes = 0;
+  let auxSym: Sym | undefined;
   const p = { lo, hi, scratch, aux };
   if (k.kind === 'group') k.parts.forEach((part) => renderPointwise(g, part, p, false, notes));
   else if (k.kind === 'pointwise') renderPointwise(g, k, p, true, notes);
   else if (k.kind === 'row') renderRow(g, k, p, notes);
-  else ({ scratchBytes, auxBytes } = renderMatmul(g, k, p, dts, notes));
+  else ({ scratchBytes, auxBytes, auxSym } = renderMatmul(g, k, p, dts, notes));
+  // the sizes and their products are read first (the body told which it needs)
+  if (g.sizes) {
+    g.sizes.prependPrelude();
+    notes.push(`${k.name}: dynamic, sizes ${Array.from({ length: k.sizes!.count }, (_, i) => `s${i}`).join(', ')} read at entry from buf${k.sizes!.buf}`);
+  }
   mc.mod.func(fb);
-  return { name, bufs, scratchBytes, auxBytes, notes, codeBytes: fb.code.length };
+  return { name, bufs, scratchBytes, auxBytes, auxSym, notes, codeBytes: fb.code.length };
 }
 
 /** A module of kernels: its bytes and each kernel's calling convention. */

@@ -41,7 +41,11 @@ export class VecGen {
         fb.simdMem(c === 1 ? Simd.load : Simd.load32Splat, c === 1 ? 2 : 2);
         return 'f';
       }
-      case 'const': vconst(fb, e.v); return 'f';
+      case 'const':
+        // a size used as a value (dynamic kernels): its local, converted and splat
+        if (e.vSym && g.sizes) return g.num(e.v, e.vSym), fb.op(Op.f32ConvertI32S).simd(Simd.f32x4Splat), 'f';
+        vconst(fb, e.v);
+        return 'f';
       case 'tmp': case 'red': {
         const v = e.k === 'tmp' ? g.vtmp.get(e.id) : undefined;
         if (v) return fb.get(v.local), v.vk;

@@ -21,6 +21,7 @@ import { cacheDir as nativeCacheDir } from '../../backend/native/toolchain.js';
 import { compile } from '../index.js';
 import type { CompileOptions } from '../compile.js';
 import { resolveKernelBackend } from '../backend-choice.js';
+import { placeWeights } from './placement.js';
 import { FusedProgram } from '../fused-program.js';
 import { interpret } from '../program.js';
 import { argLeaves } from '../guards.js';
@@ -255,6 +256,9 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   const target = kb ?? runtime.backend;
   if (prog.code != null) target.importCode?.(loopSpecs(lowered), prog.code);
   const program = a.autogradOutputs ? null : new FusedProgram(lowered, runtime.backend, { kernelBackend: kb });
+  // load() is the program's build: its own weights go where the kernels read them now
+  // (placement.ts); the caller's tensors (load with `params`) are left where they are
+  if (program) placeWeights(kb, a.captures.flatMap((c) => (c.data !== undefined ? [bound.get(c.name)!] : [])));
   const template = decodeValue(a.resultTemplate, blobs);
   const argInputs = graph.inputNodes.map((n) => (n.source?.kind === 'arg' ? n : null));
   const run = (...args: unknown[]): unknown => {

@@ -1,0 +1,45 @@
+// Weights placed where compiled kernels read them, ahead of the first call. The first launch
+// of a kernel over a weight otherwise copies it there: into shared memory for the JS backend's
+// worker threads (JsBuffer.share), into the heap for wasm (Heap.adopt). For W7 that is 56 MB,
+// 150-300 ms on the loaded benchmark machine (bench/results/coldstart.json), paid inside the
+// first call. Placement only moves bytes: values, shapes and tensors stay the same, and eager
+// kernels keep working on the moved memory. Browser-safe.
+
+import type { Backend } from '../../backend/backend.js';
+import { JsBackend, type JsBuffer } from '../../backend/js/index.js';
+import { getThreadPool } from '../../backend/js/threads.js';
+import { WasmBackend } from '../../backend/wasm/index.js';
+import { runtime } from '../../ops/dispatch.js';
+import { Tensor } from '../../tensor/tensor.js';
+import { resolveKernelBackend } from '../backend-choice.js';
+import type { CompileOptions } from '../compile.js';
+
+/** Moves weights into the memory the kernel backend `kb` (undefined: JS) reads. */
+export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>): void {
+  const js = !kb && runtime.backend instanceof JsBackend && getThreadPool() !== null;
+  for (const t of weights) {
+    if (t.isDisposed || t.trace) continue;
+    const buf = t.storage.buf as JsBuffer;
+    if (kb instanceof WasmBackend) kb.heap.adopt(buf);
+    else if (js && typeof buf.share === 'function') buf.share();
+  }
+}
+
+/**
+ * kiln.compile(fn, { captures }): the captures are the function's weights (named so a warm start
+ * can bind them), so they are placed when it is compiled, before the first call. Only for the
+ * JS and wasm backends asked for by name; a backend that cannot run here is left to report
+ * itself at the first call.
+ */
+export function placeCaptures(opts: CompileOptions): void {
+  if (!opts.captures || opts.fuse === false) return;
+  const name = opts.backend ?? 'js';
+  if (name !== 'js' && name !== 'wasm') return;
+  let kb: Backend | undefined;
+  try {
+    kb = resolveKernelBackend(name).backend;
+  } catch {
+    return;
+  }
+  placeWeights(kb, Object.values(opts.captures).filter((t): t is Tensor => t instanceof Tensor));
+}
