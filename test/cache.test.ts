@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import * as kiln from 'kiln';
 import * as kilnNode from 'kiln/node';
 import { buildModel, input } from './fixtures/cache-child.js';
+import { wasmUnavailableReason } from '../src/backend/wasm/index.js';
 
 const CHILD = join(import.meta.dirname, 'fixtures', 'cache-child.ts');
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-cache-test-'));
@@ -22,9 +23,11 @@ process.on('exit', () => rmSync(ROOT, { recursive: true, force: true }));
 
 const nativeWhy = kilnNode.nativeUnavailableReason();
 if (nativeWhy) console.log(`# native cache tests skipped: ${nativeWhy}`);
+const wasmWhy = wasmUnavailableReason();
 const BACKENDS: { name: string; skip: string | false }[] = [
   { name: 'js', skip: false },
   { name: 'native', skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false },
+  { name: 'wasm', skip: wasmWhy ? `wasm backend unavailable: ${wasmWhy}` : false },
 ];
 
 interface ChildResult { out: number[][]; stats: kiln.CompilerStats; info: unknown }
@@ -67,6 +70,9 @@ for (const b of BACKENDS) {
     assert.equal(warm.stats.cacheMisses, 0, 'no call traced');
     assert.deepEqual(warm.out, cold.out);
     assert.match((warm as ChildResult & { logs: string }).logs, /warm start: tracing skipped/);
+    // every backend hands its stored code back (exportCode/importCode): no code regenerated
+    assert.match((warm as ChildResult & { logs: string }).logs, /generated code reused/);
+    assert.doesNotMatch((warm as ChildResult & { logs: string }).logs, /code regenerated/);
   });
 
   test(`${b.name}: a function (no named captures) traces but takes its program from the cache`, { skip: b.skip }, () => {
@@ -99,6 +105,35 @@ for (const b of BACKENDS) {
     assert.throws(() => kilnNode.load(bare), (e: Error) => e.name === 'ArtifactError' && /without weights/.test(e.message));
   });
 }
+
+test('native: a program entry whose libraries are gone renders and compiles them again', { skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false }, () => {
+  const dir = fresh('native-libs-gone');
+  const opts = { backend: 'native', mode: 'module', batch: [4] };
+  const cold = run(dir, opts);
+  // the program entry names its libraries; without them the hit must not bind anything stale
+  for (const n of readdirSync(join(dir, 'native'))) if (n.endsWith('.so')) rmSync(join(dir, 'native', n));
+  const warm = run(dir, opts);
+  assert.equal(warm.stats.cache.hits, 1);
+  assert.deepEqual(warm.out, cold.out);
+  const again = run(dir, opts);
+  assert.deepEqual(again.out, cold.out);
+});
+
+test('compile(fn, { captures }) places the captures in the wasm heap when compiled; results unchanged', { skip: wasmWhy ? `wasm backend unavailable: ${wasmWhy}` : false }, () => {
+  const model = buildModel();
+  const x = input(5);
+  const f = (x: kiln.Tensor) => model.call(x) as kiln.Tensor;
+  const expected = Array.from(kiln.noGrad(() => f(x)).dataSync());
+  const captures = model.stateDict() as Record<string, kiln.Tensor>;
+  const before = kiln.wasmStats().heap.adopted;
+  const c = kiln.compile(f, { backend: 'wasm', captures, cache: false, dynamic: false });
+  // adopted by compile(), before any call: the first call does not copy the weights
+  assert.ok(kiln.wasmStats().heap.adopted - before >= Object.keys(captures).length, `${kiln.wasmStats().heap.adopted - before} adopted`);
+  const got = Array.from(kiln.noGrad(() => c(x)).dataSync());
+  got.forEach((v, i) => assert.ok(Math.abs(v - expected[i]!) <= 1e-4 * Math.max(1, Math.abs(expected[i]!)), `${i}: ${v} vs ${expected[i]}`));
+  // the module's own tensors still read the same values (placement moves bytes only)
+  assert.deepEqual(Array.from(kiln.noGrad(() => f(x)).dataSync()), expected);
+});
 
 test('corrupt entries (flipped bytes, truncated, another kiln version) are detected, deleted and recompiled', () => {
   const dir = fresh('corrupt');

@@ -122,8 +122,8 @@ test('native: large kernels (split across threads) equal eager', { skip }, () =>
   const a = kiln.keep(kiln.randn([256, 300]));
   const w = kiln.keep(kiln.randn([200, 300]));
   const bias = kiln.keep(kiln.randn([200]));
-  const qa = kiln.keep(kiln.randn([8, 64, 48]));
-  const qb = kiln.keep(kiln.randn([8, 48, 64]));
+  const qa = kiln.keep(kiln.randn([16, 64, 96]));
+  const qb = kiln.keep(kiln.randn([16, 96, 64]));
   const one = kiln.keep(kiln.randn([1, 300, 160]));
   const cases: [string, (...xs: T[]) => T | T[], T[]][] = [
     ['W4-like 1-D chain', (x) => x.mul(1.5).add(0.3).tanh().mul(x.sigmoid()).sub(x.mul(0.1)), [big]],
@@ -131,6 +131,8 @@ test('native: large kernels (split across threads) equal eager', { skip }, () =>
     ['softmax, layer norm, argmax rows', (x) => [x.softmax(-1), kiln.layerNorm(x, [300]), x.argmin(-1, true).float(), x.logsumexp(0)], [rows]],
     ['transposed rows', (x) => x.transpose(0, 1).softmax(-1).mul(2), [rows]],
     ['linear + gelu epilogue (x·Wᵀ)', (x, wt, b) => kiln.linear(x, wt, b).gelu(), [a, w, bias]],
+    ['float64 linear (x·Wᵀ, transposed packing)', (x, wt, b) => kiln.linear(x.double(), wt.double(), b.double()).tanh(), [a, w, bias]],
+    ['matmul with a C tile edge in every dimension', (x, y) => x.slice(0, 0, 241).matmul(y.slice(1, 0, 173)).add(1), [a, kiln.keep(kiln.randn([300, 190]))]],
     ['batched matmul (batch-parallel)', (x, y) => x.matmul(y).relu(), [qa, qb]],
     ['batch-1 matmul, rows split', (x, y) => x.matmul(y.transpose(-1, -2).transpose(-1, -2)), [one, kiln.keep(kiln.randn([160, 96]))]],
     ['comparisons, where, int math', (x) => { const i = x.mul(100).to('int32'); return [kiln.where(x.gt(0), x, x.mul(0.5)), i.mul(i).add(7).float(), x.gt(0.5).logicalOr(x.lt(-0.5)).float()]; }, [big]],
@@ -155,6 +157,57 @@ test('native: large kernels (split across threads) equal eager', { skip }, () =>
     });
   }
   for (const t of [big, rows, a, w, bias, qa, qb, one]) t.dispose();
+});
+
+// ---- more buffers than koffi binds as parameters (64) ----
+
+test('native: a kernel over more than 62 buffers runs native (one pointer array) and equals eager', { skip }, () => {
+  kiln.manualSeed(5);
+  // 40 inputs of different shapes -> 40 outputs: one horizontal group kernel over 80 buffers
+  const xs = Array.from({ length: 40 }, (_, i) => kiln.keep(kiln.randn([3 + (i % 5), 7])));
+  const fn = (...a: kiln.Tensor[]) => a.map((x, i) => x.mul(i + 1).add(0.5).tanh());
+  kiln.scope(() => {
+    kiln.compiler.reset();
+    const before = nativeStats();
+    const nat = kiln.compile(fn, NATIVE);
+    const eager = fn(...xs).map((t) => Array.from(t.dataSync()));
+    for (const call of ['trace', 'replay']) {
+      nat(...xs).forEach((t, o) => {
+        const g = t.dataSync(), e = eager[o]!;
+        for (let k = 0; k < e.length; k++) assert.ok(Math.abs(g[k]! - e[k]!) <= 1e-6, `${call} output ${o}[${k}]: native ${g[k]} vs eager ${e[k]}`);
+      });
+    }
+    const after = nativeStats();
+    // the group really was one native kernel with its buffers in a pointer array
+    assert.ok(after.pointerArrays > before.pointerArrays, 'a kernel took its buffers as a pointer array');
+    assert.ok(after.kernels > before.kernels || after.memoryHits > before.memoryHits, 'the kernel was compiled (not run as JS)');
+  });
+  xs.forEach((x) => x.dispose());
+});
+
+// ---- recycled program buffers ----
+
+test('native: a disposed output is recycled by the next call (dirty memory, same values)', { skip }, () => {
+  kiln.manualSeed(6);
+  const x = kiln.keep(kiln.randn([64, 1024]));
+  const y = kiln.keep(kiln.randn([64, 1024]));
+  const fn = (a: kiln.Tensor, b: kiln.Tensor) => a.mul(b).add(1).tanh();
+  kiln.compiler.reset();
+  const nat = kiln.compile(fn, NATIVE);
+  const want = Array.from(kiln.scope(() => fn(x, y).dataSync()));
+  const mem = (t: kiln.Tensor) => (t.storage.buf as unknown as { data: Float32Array }).data;
+  const first = nat(x, y);
+  const firstData = mem(first);
+  first.dispose();
+  const hits = nativeStats().poolHits;
+  // the second call gets the first call's memory back (256 KiB: pooled); an output still alive is never reused
+  const second = nat(x, y);
+  assert.equal(nativeStats().poolHits, hits + 1, 'the second call reused the disposed output');
+  assert.equal(mem(second), firstData, 'the same memory');
+  const third = nat(x, y);
+  assert.notEqual(mem(third), mem(second), 'a live output is not handed out again');
+  for (const t of [second, third]) t.dataSync().forEach((v, k) => assert.ok(Math.abs(v - want[k]!) <= 1e-6, `[${k}] ${v} vs ${want[k]}`));
+  for (const t of [second, third, x, y]) t.dispose();
 });
 
 // ---- a training step ----

@@ -11,13 +11,15 @@
 import { existsSync } from 'node:fs';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
-import type { DType, TypedArray } from '../../core/dtype.js';
+import { itemSize, type DType, type TypedArray } from '../../core/dtype.js';
 import { JsBackend, type JsBuffer } from '../js/index.js';
 import { kernelExtent, kernelWork } from '../../compiler/loop-ir.js';
 import { threadCount } from '../js/threads.js';
 import { C_HEADER, renderKernelC, runtimeSource, type Param } from './render-c.js';
-import { buildAndLoad, findCompiler, getKoffi, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
+import { buildAndLoad, compileFlags, cpuModel, findCompiler, getKoffi, loadLibrary, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
+import { arch, platform } from 'node:os';
 import { NativeUnavailableError } from './errors.js';
+import { allocPooled, clearBufferPool, poolCounters } from './buffer-pool.js';
 
 export { NativeCompileError, NativeUnavailableError } from './errors.js';
 export { renderKernelC } from './render-c.js';
@@ -32,6 +34,8 @@ interface NativeKernel extends PreparedKernel {
   readonly helpers: ReadonlyMap<string, string>;
   readonly extent: number;
   readonly work: number;
+  /** buffers passed as one pointer array (see MAX_DIRECT_BUFFERS) */
+  readonly viaArray: boolean;
   fn: NativeFn | null;
 }
 
@@ -51,8 +55,11 @@ export interface NativeStats {
   memoryHits: number;
   /** kernels compiled or loaded */
   kernels: number;
-  /** kernels that read more buffers than the FFI can pass and ran as JavaScript */
-  tooManyBuffers: number;
+  /** kernels prepared whose buffers pass as one pointer array (more than koffi's parameter limit) */
+  pointerArrays: number;
+  /** program buffers served from recycled memory / freshly allocated (see buffer-pool.ts) */
+  poolHits: number;
+  poolMisses: number;
   /** libraries loaded */
   loads: number;
   /** milliseconds in the C compiler */
@@ -61,14 +68,12 @@ export interface NativeStats {
   noOpenmp: number;
 }
 
-const counters = { memoryHits: 0, kernels: 0, tooManyBuffers: 0 };
-/** koffi functions take at most 64 parameters; two are the [lo, hi) range */
-const MAX_FFI_BUFFERS = 62;
+const counters = { memoryHits: 0, kernels: 0, pointerArrays: 0 };
 /** compiled kernels by key, shared by every NativeBackend of the process */
 const compiled = new Map<string, NativeFn>();
 
 export function nativeStats(): NativeStats {
-  return { ...nativeCounters, ...counters };
+  return { ...nativeCounters, ...counters, ...poolCounters };
 }
 
 /**
@@ -77,6 +82,7 @@ export function nativeStats(): NativeStats {
  */
 export function clearNativeMemoryCache(): void {
   compiled.clear();
+  clearBufferPool();
   runtimes.clear();
   shared = null;
   resetToolchain();
@@ -114,7 +120,12 @@ export class NativeBackend implements Backend {
   }
 
   alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
-    return this.js.alloc(dtype, size, hint);
+    // plain memory even when asked for shared (programs ask for their outputs and scratch):
+    // native threads need no SharedArrayBuffer, and a fresh 16 MiB one cost ~45 ms here
+    // (plain: ~0.5 ms); JS kernels move a buffer to shared memory on first parallel use.
+    // Programs' buffers (the hint) are recycled through the pool; eager ones are fresh (zeroed).
+    if (hint !== 'shared') return this.js.alloc(dtype, size);
+    return allocPooled(dtype, size, itemSize(dtype), () => this.js.alloc(dtype, size) as JsBuffer);
   }
   free(buf: BackendBuffer): void {
     this.js.free(buf);
@@ -131,20 +142,20 @@ export class NativeBackend implements Backend {
 
   prepare(spec: KernelSpec): PreparedKernel {
     if (spec.kind !== 'loop') return this.js.prepare(spec);
-    const r = renderKernelC(spec.kernel, FN);
-    // koffi binds at most 64 parameters (buffers + lo, hi): a kernel reading more buffers (a
-    // horizontal group updating many parameters) runs as the JS backend's kernel, and says so
-    if (r.params.length > MAX_FFI_BUFFERS) {
-      counters.tooManyBuffers++;
-      this.log(`kernel ${spec.kernel.name} reads ${r.params.length} buffers (FFI limit ${MAX_FFI_BUFFERS}): running it as JavaScript`);
-      return this.js.prepare(spec);
+    const imp = importedKernels.get(spec.kernel);
+    if (imp) {
+      const k = this.bindImported(spec, imp);
+      if (k) return k;
     }
+    const r = renderKernelC(spec.kernel, FN);
+    // koffi binds at most 64 parameters: a kernel with more buffers takes them as one array
+    if (r.viaArray) counters.pointerArrays++;
     const extent = kernelExtent(spec.kernel);
     const key = `${[...r.helpers.keys()].join(',')}\n${r.code}`;
     // the code is the same for every extent of a split loop ([lo, hi)): the extent is part of the kernel's key
     let k = this.kernels.get(`${extent}|${key}`);
     if (!k) {
-      k = { spec, native: true, key, params: r.params, helpers: r.helpers, extent, work: kernelWork(spec.kernel), fn: compiled.get(key) ?? null };
+      k = { spec, native: true, key, params: r.params, helpers: r.helpers, extent, work: kernelWork(spec.kernel), viaArray: r.viaArray, fn: compiled.get(key) ?? null };
       if (k.fn) counters.memoryHits++;
       else this.pending.push(k);
       this.kernels.set(`${extent}|${key}`, k);
@@ -203,7 +214,10 @@ export class NativeBackend implements Backend {
     units.forEach((u, ui) => {
       const lib = libs[ui]!;
       u.kernels.forEach((k, i) => {
-        compiled.set(k.key, lib.func(`kiln_k${i}`, 'void', [...k.params.map(() => 'void *'), 'int64_t', 'int64_t']));
+        compiled.set(k.key, lib.func(`kiln_k${i}`, 'void', [...(k.viaArray ? ['void **'] : k.params.map(() => 'void *')), 'int64_t', 'int64_t']));
+        libraryOf.set(k.key, built[ui]!.path);
+        symbolOf.set(k.key, `kiln_k${i}`);
+        runtimeOf.set(built[ui]!.path, rt);
         counters.kernels++;
       });
     });
@@ -222,18 +236,113 @@ export class NativeBackend implements Backend {
     }
     const a = args as Extract<KernelArgs, { kind: 'loop' }>;
     const bufs = a.buffers;
-    const call: unknown[] = new Array(k.params.length + 2);
-    for (let i = 0; i < k.params.length; i++) call[i] = (bufs[k.params[i]!.buf] as JsBuffer).data as TypedArray;
-    call[k.params.length] = a.range ? a.range[0] : 0;
-    call[k.params.length + 1] = a.range ? a.range[1] : k.extent;
-    k.fn!(...call);
+    const ptrs: TypedArray[] = new Array(k.params.length);
+    for (let i = 0; i < k.params.length; i++) ptrs[i] = (bufs[k.params[i]!.buf] as JsBuffer).data as TypedArray;
+    const lo = a.range ? a.range[0] : 0, hi = a.range ? a.range[1] : k.extent;
+    if (k.viaArray) k.fn!(ptrs, lo, hi);
+    else k.fn!(...ptrs, lo, hi);
   }
 
   describe(spec: KernelSpec): string {
     if (spec.kind !== 'loop') return this.js.describe(spec);
     return renderKernelC(spec.kernel, spec.kernel.name).code;
   }
+
+  /** The compile cache and artifacts: the disk-cached libraries (paths) holding these kernels. */
+  exportCode(specs: readonly KernelSpec[]): { libs: string[]; kernels: (ImportedKernel | null)[] } {
+    const libs = new Set<string>();
+    // per kernel: its library, symbol and parameters, so a cache hit binds it without rendering C
+    const kernels = specs.map((s): ImportedKernel | null => {
+      if (s.kind !== 'loop') return null;
+      const imp = importedKernels.get(s.kernel);
+      if (imp) {
+        libs.add(imp.lib);
+        return imp;
+      }
+      const r = renderKernelC(s.kernel, FN);
+      const key = `${[...r.helpers.keys()].join(',')}\n${r.code}`;
+      const lib = libraryOf.get(key), sym = symbolOf.get(key), runtime = lib && runtimeOf.get(lib);
+      if (!lib) return null;
+      libs.add(lib);
+      return sym && runtime ? { lib, sym, runtime, params: r.params, viaArray: r.viaArray } : null;
+    });
+    for (const rt of runtimes.values()) libs.add(rt);
+    return { libs: [...libs], kernels };
+  }
+
+  /**
+   * A program-cache hit: remembers which cached library and symbol holds each kernel, so that
+   * preparing them binds the symbol directly (no C rendered, hashed or looked up). A kernel
+   * whose library is gone or does not load falls back to rendering (and the disk cache).
+   */
+  importCode(specs: readonly KernelSpec[], code: unknown): boolean {
+    const ks = (code as { kernels?: unknown } | null)?.kernels;
+    if (!Array.isArray(ks) || ks.length !== specs.length) return false;
+    let n = 0;
+    specs.forEach((s, i) => {
+      const k = ks[i] as ImportedKernel | null;
+      if (s.kind !== 'loop' || !k || typeof k.lib !== 'string' || typeof k.sym !== 'string' || typeof k.runtime !== 'string' || !Array.isArray(k.params)) return;
+      if (!k.params.every((p) => p && typeof p === 'object' && Number.isInteger(p.buf) && typeof p.dtype === 'string')) return;
+      importedKernels.set(s.kernel, { lib: k.lib, sym: k.sym, runtime: k.runtime, params: k.params, viaArray: !!k.viaArray });
+      n++;
+    });
+    return n > 0;
+  }
+
+  /** The prepared kernel of an imported one, bound now; null: prepare it the usual way. */
+  private bindImported(spec: Extract<KernelSpec, { kind: 'loop' }>, imp: ImportedKernel): NativeKernel | null {
+    const extent = kernelExtent(spec.kernel);
+    const key = `lib:${imp.lib}#${imp.sym}`;
+    const known = this.kernels.get(`${extent}|${key}`);
+    if (known) return known;
+    let fn = compiled.get(key) ?? null;
+    if (!fn) {
+      const cc = findCompiler();
+      if (typeof cc === 'string' || !existsSync(imp.lib)) return null;
+      try {
+        // the runtime first: OpenMP's settings and the thread count are set as it loads; a
+        // library linked against another runtime (older sources) is not bound: render instead
+        if (runtimeLibrary(cc, this.log) !== imp.runtime) throw new Error(`linked against another runtime library (${imp.runtime})`);
+        const sig = [...(imp.viaArray ? ['void **'] : imp.params.map(() => 'void *')), 'int64_t', 'int64_t'];
+        fn = loadLibrary(imp.lib).func(imp.sym, 'void', sig);
+      } catch (e) {
+        this.log(`cached library ${imp.lib} did not bind ${imp.sym} (${(e as Error).message.split('\n')[0]}); rendering the kernel again`);
+        importedKernels.delete(spec.kernel);
+        return null;
+      }
+      compiled.set(key, fn);
+      counters.kernels++;
+    } else counters.memoryHits++;
+    const k: NativeKernel = { spec, native: true, key, params: imp.params, helpers: new Map(), extent, work: kernelWork(spec.kernel), viaArray: imp.viaArray, fn };
+    this.kernels.set(`${extent}|${key}`, k);
+    return k;
+  }
+
+  /** Compiler, flags and CPU: what the generated libraries depend on besides the kernels. */
+  codeFingerprint(): string {
+    const cc = findCompiler();
+    return [typeof cc === 'string' ? `no compiler (${cc})` : `${cc.cmd.join(' ')} ${cc.version}`, compileFlags().join(' '), cpuModel(), platform(), arch()].join('|');
+  }
 }
+
+/** The library each compiled kernel lives in, and its symbol there (by kernel key). */
+const libraryOf = new Map<string, string>();
+const symbolOf = new Map<string, string>();
+/** the runtime library each unit library links against (by library path) */
+const runtimeOf = new Map<string, string>();
+
+/** A kernel's place in a cached library (program-cache entries store these: exportCode). */
+interface ImportedKernel {
+  readonly lib: string;
+  readonly sym: string;
+  /** the runtime library it was linked against */
+  readonly runtime: string;
+  /** the pointer parameters (program buffers), in order */
+  readonly params: readonly Param[];
+  readonly viaArray: boolean;
+}
+/** Kernels handed back by importCode, by loop-kernel object (see bindImported). */
+const importedKernels = new WeakMap<object, ImportedKernel>();
 
 const runtimes = new Map<string, string>();
 

@@ -16,7 +16,7 @@
 // Online softmax and Welford pairs are rendered as two passes over the row (max, then the
 // sum that uses it; sum, then the squared deviations): the same values as the one-pass forms
 // (the two-pass variance is the more accurate), and each pass vectorizes. Sibling
-// reductions share one loop. Matmul uses the blocked engine in `matmulEngine` (packing, a
+// reductions share one loop. Matmul uses the blocked engine of `matmul-c.ts` (packing, a
 // register-blocked micro-kernel over GCC vector types) and runs the fused epilogue on each
 // finished block of C while it is in cache, as the JS backend does.
 
@@ -25,6 +25,7 @@ import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
 import { kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
 import type { ScalarOp } from '../scalar-expr.js';
+import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
 type Kind = 'f32' | 'f64' | 'i32' | 'b' | 'i64';
@@ -43,6 +44,12 @@ const isFloatKind = (k: Kind) => k === 'f32' || k === 'f64';
 
 /** Elements or multiply-adds from which a kernel's outer loop is split across threads. */
 export const PARALLEL_WORK = 1 << 17;
+/**
+ * Multiply-adds from which a matmul uses the threads: waking a sleeping OpenMP worker costs
+ * tens of microseconds here, what one thread needs for ~4M multiply-adds (W1's last layer,
+ * 128x1024x10, ran 0.10 ms on one thread and 0.16-0.25 ms on two).
+ */
+export const MATMUL_PARALLEL_WORK = 1 << 22;
 
 // ---------------------------------------------------------------- prelude
 
@@ -86,19 +93,7 @@ KI double kiln_powd(double a, double b) { return pow(a, b); }
 
 void *kiln_scratch(int slot, size_t bytes);
 
-#if defined(__AVX512F__)
-#define KILN_VBYTES 64
-#define KILN_MR 8
-#elif defined(__AVX__)
-#define KILN_VBYTES 32
-#define KILN_MR 6
-#else
-#define KILN_VBYTES 16
-#define KILN_MR 4
-#endif
-typedef float kiln_vf __attribute__((vector_size(KILN_VBYTES)));
-typedef double kiln_vd __attribute__((vector_size(KILN_VBYTES)));
-
+${MATMUL_HEADER}
 `;
 
 
@@ -376,7 +371,7 @@ function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly
  * per level (`const int64_t pN_L = pN_{L-1} + c * v`), which compilers strength-reduce and
  * vectorize. `start(a)` is the index before the loops (an outer index or a constant).
  */
-function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, first?: { lo: string; hi: string }): void {
+function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, first?: { lo: string; hi: string }, simd = false): void {
   const names = affs.map(() => em.fresh('p'));
   const cur = affs.map((a, i) => {
     const s = start(a);
@@ -387,6 +382,7 @@ function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], a
   vars.forEach((v, L) => {
     const lo = L === 0 && first ? first.lo : '0';
     const hi = L === 0 && first ? first.hi : String(sizes[L]);
+    if (simd && L === vars.length - 1) em.emit('#pragma omp simd');
     em.emit(`for (int64_t v${v} = ${lo}; v${v} < ${hi}; v${v}++) {`);
     affs.forEach((a, i) => {
       const c = a.c[v] ?? 0;
@@ -450,6 +446,30 @@ function parallelOuter(
 
 // ---------------------------------------------------------------- kernels
 
+/**
+ * Whether a loop body reads each buffer it writes only at the index it writes it (so
+ * iterations are independent and `#pragma omp simd` is safe). Buffers written in place (a
+ * dying input's slot, a parameter update, a matmul's raw result under its epilogue) make GCC's
+ * runtime alias check fail and fall back to scalar code (scalar tanhf/expf calls) without it.
+ */
+function sameIndexOnly(body: readonly Stmt[], sts: readonly Store[]): boolean {
+  const at = new Map<number, string>();
+  for (const st of sts) {
+    const key = affKey(st.at);
+    if ((at.get(st.buf) ?? key) !== key) return false;
+    at.set(st.buf, key);
+  }
+  let ok = true;
+  const visit = (e: LExpr): void => {
+    if (e.k === 'load') ok &&= !at.has(e.buf) || at.get(e.buf) === affKey(e.at);
+    else if (e.k === 'op') e.a.forEach(visit);
+    else if (e.k === 'cast') visit(e.a);
+  };
+  body.forEach((st) => visit(st.e));
+  sts.forEach((st) => visit(st.value));
+  return ok;
+}
+
 function renderPointwise(k: PointwiseKernel, em: CEmitter, ranged: boolean): void {
   const n = k.shape.length;
   const vars = k.shape.map((_, d) => d);
@@ -476,9 +496,10 @@ function renderPointwise(k: PointwiseKernel, em: CEmitter, ranged: boolean): voi
   parallelOuter(em, outerVars, k.shape.slice(0, outerVars.length), affs, parallel, chunked, (chunk) => {
     const outerPtr = new Map(affs.map((a) => [affKey(a), em.ptr(a)]));
     const from = (a: Affine) => outerPtr.get(affKey(a))!;
-    if (chunk) nest(em, [chunk.v], [lastSize], affs, from, body, { lo: chunk.lo, hi: chunk.hi });
+    const simd = sameIndexOnly(k.body, k.stores);
+    if (chunk) nest(em, [chunk.v], [lastSize], affs, from, body, { lo: chunk.lo, hi: chunk.hi }, simd);
     else if (n === 1) body();
-    else nest(em, [n - 1], [lastSize], affs, from, body);
+    else nest(em, [n - 1], [lastSize], affs, from, body, undefined, simd);
   });
   em.emit('}');
 }
@@ -600,132 +621,6 @@ function renderReductionLoop(em: CEmitter, group: readonly Reduction[], innerVar
 
 // ---------------------------------------------------------------- matmul
 
-/** Which C types a matmul engine instance works on. */
-interface EngineKey {
-  readonly t: 'f32' | 'f64';
-  readonly a: DType;
-  readonly b: DType;
-  readonly c: DType | 'acc';
-}
-const engineName = (e: EngineKey) => `kiln_mm_${e.t}_${e.a}_${e.b}_${e.c}`;
-
-/**
- * The blocked matmul engine for one combination of operand types (emitted once per unit):
- * B packed into panels of NR columns (shared by the threads), A into slivers of MR rows (per
- * thread), an MR x NR micro-kernel over GCC vector types (accumulators in registers), full
- * tiles stored with vector stores when C's rows are contiguous. `epi` runs on each finished
- * block (rows i0..i0+mc, cols j0..j0+nc) right after its last k step.
- */
-export function matmulEngine(e: EngineKey, exported = false): string {
-  const T = e.t === 'f32' ? 'float' : 'double';
-  const V = e.t === 'f32' ? 'kiln_vf' : 'kiln_vd';
-  const NV = `(KILN_VBYTES / ${e.t === 'f32' ? 4 : 8})`;
-  const TA = STORAGE[e.a], TB = STORAGE[e.b];
-  const TC = e.c === 'acc' ? T : STORAGE[e.c];
-  const name = engineName(e);
-  const toC = (x: string) => (e.c === 'acc' || e.c === (e.t === 'f32' ? 'float32' : 'float64') ? x : e.c === 'int32' ? `kiln_i32d(${x})` : e.c === 'bool' ? `kiln_u8d(${x})` : `(${TC})(${x})`);
-  const vecStore = e.c === 'acc' || e.c === (e.t === 'f32' ? 'float32' : 'float64');
-  // micro-kernel rows unrolled up to 8 (KILN_MR picks how many are used)
-  const rows = Array.from({ length: 8 }, (_, r) => r);
-  const guard = (r: number, s: string) => (r < 4 ? s : `#if KILN_MR > ${r}\n${s}\n#endif`);
-  return `
-#define ${name}_NR (2 * ${NV})
-static void ${name}_micro(int64_t kc, const ${T} *restrict pa, const ${T} *restrict pb, ${TC} *c, int64_t scm, int64_t scn, int64_t rows, int64_t cols, int first) {
-  ${rows.map((r) => guard(r, `  ${V} c${r}0 = {0}, c${r}1 = {0};`)).join('\n')}
-  for (int64_t p = 0; p < kc; p++) {
-    const ${V} b0 = *(const ${V} *)(pb);
-    const ${V} b1 = *(const ${V} *)(pb + ${NV});
-${rows.map((r) => guard(r, `    { const ${T} a = pa[${r}]; c${r}0 += a * b0; c${r}1 += a * b1; }`)).join('\n')}
-    pa += KILN_MR;
-    pb += 2 * ${NV};
-  }
-  ${vecStore ? `if (rows == KILN_MR && cols == 2 * ${NV} && scn == 1) {
-${rows.map((r) => guard(r, `    { ${T} *q = c + ${r} * scm; ${V} x0, x1; if (first) { x0 = c${r}0; x1 = c${r}1; } else { memcpy(&x0, q, sizeof x0); memcpy(&x1, q + ${NV}, sizeof x1); x0 += c${r}0; x1 += c${r}1; } memcpy(q, &x0, sizeof x0); memcpy(q + ${NV}, &x1, sizeof x1); }`)).join('\n')}
-    return;
-  }` : ''}
-  ${T} tile[KILN_MR][2 * ${NV}];
-${rows.map((r) => guard(r, `  memcpy(tile[${r}], &c${r}0, sizeof c${r}0); memcpy(tile[${r}] + ${NV}, &c${r}1, sizeof c${r}1);`)).join('\n')}
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t j = 0; j < cols; j++) {
-      ${TC} *q = c + r * scm + j * scn;
-      *q = first ? ${toC('tile[r][j]')} : ${toC(`(${T})*q + tile[r][j]`)};
-    }
-}
-
-${exported ? '' : 'static '}void ${name}(const ${TA} *a, int64_t sam, int64_t sak, const ${TB} *b, int64_t sbk, int64_t sbn, ${TC} *c, int64_t scm, int64_t scn,
-    int64_t m, int64_t n, int64_t k, int64_t KC, int64_t MC, int64_t NC, int par, void (*epi)(void *, int64_t, int64_t, int64_t, int64_t), void *ctx) {
-  const int64_t NR = ${name}_NR, MR = KILN_MR;
-  if (m <= 0 || n <= 0) return;
-  if (k <= 0) {
-    for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) c[i * scm + j * scn] = 0;
-    if (epi) epi(ctx, 0, m, 0, n);
-    return;
-  }
-  MC = MC < MR ? MR : MC / MR * MR;
-  NC = NC < NR ? NR : NC / NR * NR;
-  if (KC > k) KC = k;
-  if (NC > (n + NR - 1) / NR * NR) NC = (n + NR - 1) / NR * NR;
-  if (MC > (m + MR - 1) / MR * MR) MC = (m + MR - 1) / MR * MR;
-  ${T} *PB = (${T} *)kiln_scratch(0, (size_t)KC * NC * sizeof(${T}));
-  #pragma omp parallel if (par)
-  {
-    ${T} *PA = (${T} *)kiln_scratch(1, (size_t)KC * MC * sizeof(${T}));
-    for (int64_t j0 = 0; j0 < n; j0 += NC) {
-      const int64_t nc = n - j0 < NC ? n - j0 : NC;
-      for (int64_t k0 = 0; k0 < k; k0 += KC) {
-        const int64_t kc = k - k0 < KC ? k - k0 : KC;
-        const int first = k0 == 0, last = k0 + kc >= k;
-        #pragma omp for schedule(static)
-        for (int64_t jp = 0; jp < nc; jp += NR) {
-          ${T} *p = PB + jp * kc;
-          const int64_t w = nc - jp < NR ? nc - jp : NR;
-          const ${TB} *base = b + k0 * sbk + (j0 + jp) * sbn;
-          if (w == NR && sbn == 1) {
-            for (int64_t kk = 0; kk < kc; kk++) for (int64_t jj = 0; jj < NR; jj++) p[kk * NR + jj] = (${T})base[kk * sbk + jj];
-          } else if (w == NR) {
-            for (int64_t jj = 0; jj < NR; jj++) for (int64_t kk = 0; kk < kc; kk++) p[kk * NR + jj] = (${T})base[kk * sbk + jj * sbn];
-          } else {
-            for (int64_t kk = 0; kk < kc; kk++) for (int64_t jj = 0; jj < NR; jj++) p[kk * NR + jj] = jj < w ? (${T})base[kk * sbk + jj * sbn] : 0;
-          }
-        }
-        #pragma omp for schedule(dynamic, 1)
-        for (int64_t i0 = 0; i0 < m; i0 += MC) {
-          const int64_t mc = m - i0 < MC ? m - i0 : MC;
-          for (int64_t ii = 0; ii < mc; ii += MR) {
-            ${T} *p = PA + ii * kc;
-            const int64_t h = mc - ii < MR ? mc - ii : MR;
-            const ${TA} *base = a + (i0 + ii) * sam + k0 * sak;
-            if (h == MR && sak == 1) {
-              for (int64_t r = 0; r < MR; r++) for (int64_t kk = 0; kk < kc; kk++) p[kk * MR + r] = (${T})base[r * sam + kk];
-            } else if (h == MR) {
-              for (int64_t kk = 0; kk < kc; kk++) for (int64_t r = 0; r < MR; r++) p[kk * MR + r] = (${T})base[r * sam + kk * sak];
-            } else {
-              for (int64_t kk = 0; kk < kc; kk++) for (int64_t r = 0; r < MR; r++) p[kk * MR + r] = r < h ? (${T})base[r * sam + kk * sak] : 0;
-            }
-          }
-          for (int64_t jp = 0; jp < nc; jp += NR) {
-            const int64_t cols = nc - jp < NR ? nc - jp : NR;
-            for (int64_t ii = 0; ii < mc; ii += MR) {
-              const int64_t rows = mc - ii < MR ? mc - ii : MR;
-              ${name}_micro(kc, PA + ii * kc, PB + jp * kc, c + (i0 + ii) * scm + (j0 + jp) * scn, scm, scn, rows, cols, first);
-            }
-          }
-          if (last && epi) epi(ctx, i0, mc, j0, nc);
-        }
-      }
-    }
-  }
-}
-`;
-}
-
-/** The C declaration of an engine (units call the runtime's). */
-function engineSignature(e: EngineKey): string {
-  const T = e.t === 'f32' ? 'float' : 'double';
-  const TC = e.c === 'acc' ? T : STORAGE[e.c];
-  return `void ${engineName(e)}(const ${STORAGE[e.a]} *a, int64_t sam, int64_t sak, const ${STORAGE[e.b]} *b, int64_t sbk, int64_t sbn, ${TC} *c, int64_t scm, int64_t scn, int64_t m, int64_t n, int64_t k, int64_t KC, int64_t MC, int64_t NC, int par, void (*epi)(void *, int64_t, int64_t, int64_t, int64_t), void *ctx)`;
-}
-
 function bufferDTypes(k: LoopKernel): Map<number, DType> {
   const out = new Map<number, DType>();
   const visit = (e: LExpr) => {
@@ -767,7 +662,7 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   const epiAffs = affinesOf(k.body, epiStores);
   const tiles = k.tiles ?? { kc: 256, mc: 64, nc: 1024 };
   const perMatmul = k.m * k.n * k.k;
-  const parallel = total * perMatmul >= PARALLEL_WORK;
+  const parallel = total * perMatmul >= MATMUL_PARALLEL_WORK;
   // batch-parallel: many small matmuls; else parallel inside each matmul (rows blocks)
   const batchPar = parallel && nb > 0 && total >= 2 && perMatmul < (1 << 21);
   const ctx = `${fname}_ctx`;
@@ -786,6 +681,8 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
     pem.emit('for (int64_t i = x->r0 + i0; i < x->r0 + i0 + mc; i++) {');
     pem.emit(`const int64_t pr = x->rOff + ${rawAt.c[iVar]} * i;`);
     epiAffs.forEach((a, idx) => pem.emit(`const int64_t pe${idx} = x->e${idx} + ${a.c[iVar]} * i;`));
+    // R (the raw product) is often the buffer the epilogue stores to, at the same index
+    if (sameIndexOnly(k.body, epiStores)) pem.emit('#pragma omp simd');
     pem.emit('for (int64_t j = j0; j < j0 + nc; j++) {');
     pem.emit(`const ${CTYPE[pem.accVal.t as Kind]} acc = R[pr + ${rawAt.c[jVar]} * j];`);
     epiAffs.forEach((a, idx) => {
@@ -861,7 +758,16 @@ export interface RenderedKernel {
   readonly params: readonly Param[];
   /** shared helpers it needs (matmul engines), by name */
   readonly helpers: ReadonlyMap<string, string>;
+  /** true: the buffers come as one array of pointers (`void **bp`), not one parameter each */
+  readonly viaArray: boolean;
 }
+
+/**
+ * Most buffers passed as separate parameters: koffi binds at most 64 (two are lo, hi). A
+ * kernel with more (a horizontal group updating many parameters) takes one `void **` array,
+ * which costs the FFI a little more per call (~50-100 ns per buffer).
+ */
+export const MAX_DIRECT_BUFFERS = 62;
 
 /** Renders one kernel as a C function `void fname(T *bI..., int64_t lo, int64_t hi)`. */
 export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
@@ -875,7 +781,10 @@ export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   else if (k.kind === 'pointwise') renderPointwise(k, em, true);
   else if (k.kind === 'row') renderRow(k, em);
   else renderMatmul(k, em, fname, helpers, pre);
-  const sig = [...params.map((p) => `${p.written ? '' : 'const '}${STORAGE[p.dtype]} *b${p.buf}`), 'int64_t lo', 'int64_t hi'].join(', ');
-  const code = `${pre.length ? pre.join('\n') + '\n' : ''}void ${fname}(${sig}) {\n${em.lines.join('\n')}\n  (void)lo; (void)hi;\n}\n`;
-  return { code, params, helpers };
+  const decl = (p: Param) => `${p.written ? '' : 'const '}${STORAGE[p.dtype]} *b${p.buf}`;
+  const viaArray = params.length > MAX_DIRECT_BUFFERS;
+  const sig = [...(viaArray ? ['void *const *bp'] : params.map(decl)), 'int64_t lo', 'int64_t hi'].join(', ');
+  const unpack = viaArray ? params.map((p, i) => `  ${decl(p)} = (${STORAGE[p.dtype]} *)bp[${i}];\n`).join('') : '';
+  const code = `${pre.length ? pre.join('\n') + '\n' : ''}void ${fname}(${sig}) {\n${unpack}${em.lines.join('\n')}\n  (void)lo; (void)hi;\n}\n`;
+  return { code, params, helpers, viaArray };
 }

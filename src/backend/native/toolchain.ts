@@ -15,7 +15,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, homedir, platform } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
@@ -80,16 +80,71 @@ export function findCompiler(): Compiler | string {
     const path = which(cand[0]!);
     if (!path) continue;
     const cmd = [path, ...cand.slice(1)];
+    const known = knownVersion(cmd);
+    if (known !== null) {
+      result = { cmd, version: known };
+      break;
+    }
     const r = spawnSync(cmd[0]!, [...cmd.slice(1), '--version'], { encoding: 'utf8', timeout: 20_000 });
     if (r.status !== 0 || r.error) {
       result = `${cmd.join(' ')} --version failed${r.error ? `: ${r.error.message}` : ''}`;
       continue;
     }
     result = { cmd, version: (r.stdout.split('\n')[0] ?? '').trim() };
+    rememberVersion(cmd, result.version);
     break;
   }
   found.set(key, result);
   return result;
+}
+
+/**
+ * `cc --version` costs a process spawn (30-100 ms on a loaded machine) on every warm start,
+ * only to rebuild cache keys. Its first line is remembered in the cache folder, keyed by the
+ * resolved binary's path, size, mtime and inode: a reinstalled compiler changes them. Only for
+ * a bare compiler: a wrapper ("ccache gcc") would hide a change of the compiler behind it.
+ */
+const VERSIONS_FILE = 'compilers.json';
+function binaryIdentity(cmd: readonly string[]): string | null {
+  if (cmd.length !== 1) return null;
+  try {
+    const real = realpathSync(cmd[0]!);
+    const st = statSync(real);
+    return `${cmd[0]}|${real}|${st.size}|${st.mtimeMs}|${st.ino}`;
+  } catch {
+    return null;
+  }
+}
+function readVersions(): Record<string, string> {
+  try {
+    const v = JSON.parse(readFileSync(join(cacheDir(), VERSIONS_FILE), 'utf8')) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+function knownVersion(cmd: readonly string[]): string | null {
+  const id = binaryIdentity(cmd);
+  const v = id === null ? undefined : readVersions()[id];
+  return typeof v === 'string' && v.length > 0 ? v : null;
+}
+function rememberVersion(cmd: readonly string[], version: string): void {
+  const id = binaryIdentity(cmd);
+  if (id === null || !version) return;
+  try {
+    mkdirSync(cacheDir(), { recursive: true });
+    const tmp = join(cacheDir(), `${VERSIONS_FILE}.${process.pid}.${Math.random().toString(36).slice(2)}`);
+    writeFileSync(tmp, JSON.stringify({ ...readVersions(), [id]: version }));
+    renameSync(tmp, join(cacheDir(), VERSIONS_FILE)); // atomic: concurrent writers never leave half a file
+  } catch {
+    // best effort: the next start spawns the compiler again
+  }
+}
+
+let cpuModelMemo: string | undefined;
+/** The CPU model (part of every library's key); os.cpus() reads /proc per core, ~10 ms, so once. */
+export function cpuModel(): string {
+  return (cpuModelMemo ??= cpus()[0]?.model ?? '');
 }
 
 /** Compile flags (without -fopenmp). */
@@ -144,7 +199,7 @@ interface Planned {
 function plan(u: Unit, cc: Compiler): Planned {
   const flags = unitFlags(u);
   const wantOmp = !noOpenmp.has(cc.version);
-  const hash = createHash('sha256').update([FORMAT, u.source, cc.cmd.join(' '), flags.join(' '), wantOmp ? 'omp' : 'no-omp', cc.version, cpus()[0]?.model ?? '', platform(), ...(u.libs ?? [])].join('\0')).digest('hex').slice(0, 40);
+  const hash = createHash('sha256').update([FORMAT, u.source, cc.cmd.join(' '), flags.join(' '), wantOmp ? 'omp' : 'no-omp', cc.version, cpuModel(), platform(), ...(u.libs ?? [])].join('\0')).digest('hex').slice(0, 40);
   return { unit: u, flags, hash, lib: join(cacheDir(), `${hash}.so`) };
 }
 
