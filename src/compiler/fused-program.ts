@@ -17,6 +17,7 @@ const MATMUL_TILE_CANDIDATES = [
   { kc: 128, mc: 64, nc: 512 },
   { kc: 512, mc: 32, nc: 1024 },
   { kc: 256, mc: 128, nc: 256 },
+  { kc: 384, mc: 96, nc: 2048 },
 ] as const;
 import type { BufferView, Lowered, Step } from './lower.js';
 
@@ -212,10 +213,14 @@ export class FusedProgram {
   }
 }
 
-/** Rows (or batches) of a matmul kernel to time so one trial costs ~10 ms. */
+/**
+ * Rows (or batches) of a matmul kernel to time: enough work for a stable timing (~2e7
+ * multiply-adds) and at least 256 rows, since on a thin slice packing B dominates and the
+ * ranking of blockings differs from the full problem's.
+ */
 function trialExtent(k: MatmulKernel): number {
   const perUnit = kernelWorkPerUnit(k);
-  return Math.max(1, Math.min(kernelExtentOf(k), Math.ceil(2e7 / perUnit)));
+  return Math.max(1, Math.min(kernelExtentOf(k), Math.max(256, Math.ceil(2e7 / perUnit))));
 }
 const kernelExtentOf = (k: MatmulKernel) => kernelExtent(k);
 const kernelWorkPerUnit = (k: MatmulKernel) => kernelWork(k) / kernelExtent(k);
