@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_EXAMPLE, loadExample, loadWorkloadModule, WorkloadError, type LoadedWorkload } from './workload.js';
-import { DEFAULT_MEASURE, KNOWN_BACKENDS, measure } from './measure.js';
+import { availableBackends, DEFAULT_MEASURE, KNOWN_BACKENDS, measure } from './measure.js';
 import { buildReport, compiledIsFaster, formatSummary, type AdvisorReport } from './report.js';
 import { renderHtml } from './html.js';
 import { DEFAULT_USAGE, parseProcessLifetime, type Usage } from './verdict.js';
@@ -25,7 +25,7 @@ measurement:
   --calls N                  timed steady-state calls per variant (default ${DEFAULT_MEASURE.calls})
   --warmup N                 calls before the steady state, still charted (default ${DEFAULT_MEASURE.warmup})
   --seed N                   seed for both setups (default ${DEFAULT_MEASURE.seed})
-  --backend LIST             compiler backends, comma-separated (default js; available: ${KNOWN_BACKENDS.join(', ')})
+  --backend LIST             compiler backends, comma-separated (default: every CPU backend that can run here, now ${availableBackends().join(', ')}; known: ${KNOWN_BACKENDS.join(', ')})
   --tolerance X              max relative error of outputs/losses and parameters (default 1e-3)
   --shapes LIST              input shapes seen in production, ';'-separated (e.g. 'x[32,784];x[64,784]',
                              inputs in order, 'x[64,2] float32, y[64] int32'): replaces the workload's
@@ -122,7 +122,7 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
   const warmup = num(v.warmup, 'warmup', { int: true, min: 1 }) ?? DEFAULT_MEASURE.warmup;
   const seed = num(v.seed, 'seed', { int: true, min: 0 }) ?? DEFAULT_MEASURE.seed;
   const tolerance = num(v.tolerance, 'tolerance', { positive: true }) ?? DEFAULT_MEASURE.tolerance;
-  const backends = (v.backend ?? 'js').split(',').map((s) => s.trim()).filter(Boolean);
+  const backends = (v.backend ?? availableBackends().join(',')).split(',').map((s) => s.trim()).filter(Boolean);
   for (const b of backends) if (!(KNOWN_BACKENDS as readonly string[]).includes(b)) throw new UsageError(`--backend: '${b}' is not available (have: ${KNOWN_BACKENDS.join(', ')})`);
 
   const assumptions: string[] = [];

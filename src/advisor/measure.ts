@@ -27,6 +27,7 @@
 
 import * as os from 'node:os';
 import * as kiln from 'kiln';
+import { nativeUnavailableReason } from 'kiln/node';
 import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstance } from './workload.js';
 import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
 import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';
@@ -36,7 +37,12 @@ import { dispose, fmt, gradsRelErr, read, relErr, round, shapeOf, speedupInterva
 export { relErr, summarizeMs, speedupInterval } from './calls.js';
 
 /** Compiler backends the advisor can measure today (CompileOptions.backend). */
-export const KNOWN_BACKENDS = ['js', 'eager'] as const;
+export const KNOWN_BACKENDS = ['js', 'wasm', 'native', 'auto', 'eager'] as const;
+
+/** The CPU backends that can run here (js always; wasm and native when available), the advisor's default. */
+export function availableBackends(): string[] {
+  return ['js', ...(kiln.wasmUnavailableReason() ? [] : ['wasm']), ...(nativeUnavailableReason() ? [] : ['native'])];
+}
 
 export interface MeasureOptions {
   /** steady-state calls timed per variant (default 30) */

@@ -103,7 +103,7 @@ export function verdictInput(
 }
 
 export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions?: string[]; command?: string | null; thresholds?: VerdictThresholds } = {}): AdvisorReport {
-  const primary = meas.backends[0];
+  const primary = pickPrimary(meas.backends);
   if (!primary) throw new Error('no backend was measured');
   const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes, { cacheConfig: meas.cacheConfig, dynamicShapes: meas.dynamicShapes });
   const projection = project({ eagerMedianMs: primary.eager.medianMs, compiledMedianMs: primary.compiled.medianMs, breakEven: primary.breakEven, warmCacheBreakEven: primary.cacheCheck.breakEven }, usage);
@@ -137,6 +137,16 @@ export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions
     notMeasured: meas.notMeasured,
     measurementMs: meas.totalMs,
   } satisfies AdvisorReport);
+}
+
+/**
+ * The backend the verdict is about: the fastest compiled steady state among the backends that
+ * ran and passed the accuracy check (the first measured one when none did, so its problems are
+ * what the verdict reports).
+ */
+function pickPrimary<B extends { status: string; accuracy: { ok: boolean }; compiled: { medianMs: number } }>(bs: readonly B[]): B | undefined {
+  const good = bs.filter((b) => b.status === 'ok' && b.accuracy.ok);
+  return good.length ? good.reduce((a, b) => (b.compiled.medianMs < a.compiled.medianMs ? b : a)) : bs[0];
 }
 
 /** Whether compiled is faster on the primary backend (for --fail-if-slower). */
@@ -176,6 +186,7 @@ export function formatSummary(r: AdvisorReport): string {
   }
   const p = r.backends.find((b) => b.backend === r.primaryBackend)!;
   L.push('');
+  if (r.backends.length > 1) L.push(`  verdict backend: ${p.backend} (the fastest compiled steady state with accurate results)`);
   L.push(`  warm-up: ${p.breakEven.warmupCalls} call(s) traced; they took ${fmtMs(p.breakEven.compiledWarmupMs)} compiled vs ${fmtMs(p.breakEven.eagerWarmupMs)} eager: ${fmtMs(p.breakEven.extraWarmupMs)} extra per process start`);
   for (const b of r.backends) L.push(`  ${restartLine(b)}`);
   if (p.speedupInterval) L.push(`  speedup ${p.speedup.toFixed(2)}x, 95% interval ${p.speedupInterval[0].toFixed(2)}x-${p.speedupInterval[1].toFixed(2)}x (bootstrap over the timed calls)${p.speedupInterval[0] <= 1 && p.speedupInterval[1] >= 1 ? ': NOISY, compiled may or may not be faster' : ''}`);
