@@ -1,9 +1,9 @@
 // A program whose sizes are runtime values (issue 7). The loop kernels are symbolic: each is
 // rendered once and reads the sizes (s0, s1, ...) from an extra float64 buffer at entry, by the
-// JS renderer here or by a kernel backend that says `symbolicKernels` (wasm), through its
-// prepare/launch; buffer sizes, loop extents and output shapes are evaluated per distinct size
-// (cached). Kernel backends without symbolic support (native C, for now) get the program
-// specialized per concrete size instead (specializeKernel), cached by size and logged.
+// JS renderer here or by a kernel backend that says `symbolicKernels` (wasm, native C), through
+// its prepare/launch; buffer sizes, loop extents and output shapes are evaluated per distinct size
+// (cached). Kernel backends without symbolic support get the program specialized per concrete
+// size instead (specializeKernel), cached by size and logged.
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend/backend.js';
 import type { TypedArray, DType } from '../core/dtype.js';
@@ -65,7 +65,7 @@ export class DynamicProgram {
   private readonly prepared: (PreparedKernel | null)[] | null = null;
   /** where scratch, constants, outputs and the sizes live (the kernel backend's heap for wasm) */
   private readonly mem: Backend;
-  /** per-size programs built for a kernel backend without symbolic sizes (native) */
+  /** per-size programs built for a kernel backend without symbolic sizes */
   specializations = 0;
 
   constructor(
@@ -246,7 +246,7 @@ export class DynamicProgram {
     return st;
   }
 
-  /** Native: one static program per concrete size (its renderer reads no symbols yet). */
+  /** A kernel backend without symbolic kernels: one static program per concrete size. */
   private runSpecialized(values: number[], inputs: readonly Tensor[]): Tensor[] {
     const key = values.join(',');
     let p = this.specialized.get(key);

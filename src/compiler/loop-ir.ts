@@ -13,8 +13,8 @@ import { symToString } from './symbolic.js';
 // depends on a size, an optional `<field>Sym` (a polynomial in the size symbols s0, s1, ...;
 // see dynamic-unify.ts). The number itself then holds the value at hint sizes, used only for
 // keys and `!== 0` tests. Static kernels have none of these fields and look exactly as before.
-// Renderers that read symbols (JS, wasm: `Backend.symbolicKernels`) render the kernel once;
-// the others (native C for now) run `specializeKernel(kernel, sizes)`.
+// Renderers that read symbols (JS, wasm, native C: `Backend.symbolicKernels`) render the
+// kernel once; the others (WebGPU for now) run `specializeKernel(kernel, sizes)`.
 
 /** o + sum_v c[v] * var_v: a flat element offset (or one dim's index) as a function of the loop vars. */
 export interface Affine {
@@ -279,7 +279,7 @@ export function isDynamicKernel(k: LoopKernel): boolean {
 
 /**
  * The static kernel a dynamic one is at concrete sizes (`sizes[i]` is s_i): for renderers
- * without symbolic support (native C), which then compile one kernel per size.
+ * without symbolic support (WebGPU), which then compile one kernel per size.
  */
 export function specializeKernel<K extends LoopKernel>(k: K, sizes: readonly number[]): K {
   const out = specializeTree(k, sizes) as K & { sizes?: KernelSizes };

@@ -13,7 +13,7 @@ import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
 import { itemSize, type DType, type TypedArray } from '../../core/dtype.js';
 import { JsBackend, type JsBuffer } from '../js/index.js';
-import { kernelExtent, kernelWork } from '../../compiler/loop-ir.js';
+import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { threadCount } from '../js/threads.js';
 import { C_HEADER, renderKernelC, runtimeSource, type Param } from './render-c.js';
 import { buildAndLoad, compileFlags, cpuModel, findCompiler, getKoffi, loadLibrary, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
@@ -32,6 +32,7 @@ interface NativeKernel extends PreparedKernel {
   readonly key: string;
   readonly params: readonly Param[];
   readonly helpers: ReadonlyMap<string, string>;
+  /** the split loop's length; -1 for a dynamic kernel (it computes its extent from its sizes) */
   readonly extent: number;
   readonly work: number;
   /** buffers passed as one pointer array (see MAX_DIRECT_BUFFERS) */
@@ -102,6 +103,12 @@ export function nativeUnavailableReason(): string | null {
  */
 export class NativeBackend implements Backend {
   readonly name = 'native';
+  /**
+   * Dynamic kernels (issue 7) render once: the C reads s0, s1, ... from the sizes buffer at
+   * entry (sizes-c.ts) and decides its extent and threading from them, so DynamicProgram
+   * prepares each once and no size compiles C again.
+   */
+  readonly symbolicKernels = true;
   constructor(readonly js: JsBackend = new JsBackend()) {}
   private readonly pending: NativeKernel[] = [];
   private readonly kernels = new Map<string, NativeKernel>();
@@ -150,7 +157,7 @@ export class NativeBackend implements Backend {
     const r = renderKernelC(spec.kernel, FN);
     // koffi binds at most 64 parameters: a kernel with more buffers takes them as one array
     if (r.viaArray) counters.pointerArrays++;
-    const extent = kernelExtent(spec.kernel);
+    const extent = launchExtent(spec.kernel);
     const key = `${[...r.helpers.keys()].join(',')}\n${r.code}`;
     // the code is the same for every extent of a split loop ([lo, hi)): the extent is part of the kernel's key
     let k = this.kernels.get(`${extent}|${key}`);
@@ -291,7 +298,7 @@ export class NativeBackend implements Backend {
 
   /** The prepared kernel of an imported one, bound now; null: prepare it the usual way. */
   private bindImported(spec: Extract<KernelSpec, { kind: 'loop' }>, imp: ImportedKernel): NativeKernel | null {
-    const extent = kernelExtent(spec.kernel);
+    const extent = launchExtent(spec.kernel);
     const key = `lib:${imp.lib}#${imp.sym}`;
     const known = this.kernels.get(`${extent}|${key}`);
     if (known) return known;
@@ -324,6 +331,9 @@ export class NativeBackend implements Backend {
     return [typeof cc === 'string' ? `no compiler (${cc})` : `${cc.cmd.join(' ')} ${cc.version}`, compileFlags().join(' '), cpuModel(), platform(), arch()].join('|');
   }
 }
+
+/** What a launch without a range passes as hi: the extent, or -1 (a dynamic kernel's own, at its sizes). */
+const launchExtent = (k: LoopKernel): number => (k.sizes ? -1 : kernelExtent(k));
 
 /** The library each compiled kernel lives in, and its symbol there (by kernel key). */
 const libraryOf = new Map<string, string>();

@@ -19,12 +19,19 @@
 // reductions share one loop. Matmul uses the blocked engine of `matmul-c.ts` (packing, a
 // register-blocked micro-kernel over GCC vector types) and runs the fused epilogue on each
 // finished block of C while it is in cache, as the JS backend does.
+//
+// Dynamic kernels (issue 7, `kernel.sizes`): one more `const double *` parameter, the sizes,
+// read at entry into locals with every product the kernel uses (sizes-c.ts); the same loops
+// compare against those locals, threading is an OpenMP `if` on the work at those sizes, and a
+// launch's hi < 0 means the whole extent. Static kernels' text is unchanged (the cache key).
 
 import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
+import { kernelExtent, kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
 import type { ScalarOp } from '../scalar-expr.js';
+import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
+import { CSizes, extentWorkSym, symProd } from './sizes-c.js';
 import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
@@ -311,7 +318,38 @@ class CEmitter extends Emitter {
   readonly tmpKind = new Map<number, Kind>();
   readonly redVal = new Map<number, CVal>();
   accVal: CVal | null = null;
+  /** a dynamic kernel's sizes (null: static, every number a literal) */
+  sz: CSizes | null = null;
   private depth = 1;
+  /** A number of the kernel: its literal, or the local holding a size-dependent one. */
+  num(v: number, s?: Sym | null): string {
+    return this.sz ? this.sz.num(v, s) : String(v);
+  }
+  nums(xs: readonly number[], syms?: readonly (Sym | null)[]): string[] {
+    return xs.map((x, i) => this.num(x, syms?.[i]));
+  }
+  /** Coefficient of var `v` in `a`, and its offset. */
+  coef(a: Affine, v: number): string {
+    return this.num(a.c[v] ?? 0, a.cSym?.[v]);
+  }
+  off(a: Affine): string {
+    return this.num(a.o, a.oSym);
+  }
+  /** Whether a coefficient is a size (a local), not a literal. */
+  symbolic(a: Affine, v: number): boolean {
+    const c = a.cSym?.[v];
+    return !!this.sz && !!c && !symIsConst(c);
+  }
+  /**
+   * Whether a loop of `work` goes parallel: a literal decision for static kernels; for a
+   * dynamic one whose work depends on the sizes, a C condition tested at each call.
+   */
+  parallelIf(k: LoopKernel, threshold: number): boolean | string {
+    const work = kernelWork(k);
+    if (!this.sz) return work >= threshold;
+    const ws = extentWorkSym(k)[1];
+    return symIsConst(ws) ? work >= threshold : `${this.num(work, ws)} >= ${threshold}`;
+  }
   override emit(s: string): void {
     if (s.startsWith('}')) this.depth--;
     super.emit('  '.repeat(Math.max(0, this.depth)) + s);
@@ -322,7 +360,8 @@ class CEmitter extends Emitter {
 function expr(e: LExpr, em: CEmitter): CVal {
   switch (e.k) {
     case 'load': return { s: `b${e.buf}[${em.ptr(e.at)}]`, t: KIND[e.dtype] };
-    case 'const': return { s: '', t: null, v: e.v };
+    // a size used as a value (e.g. Welford's n): the int64 local, converted by its context
+    case 'const': return e.vSym && em.sz && !symIsConst(e.vSym) ? { s: em.num(e.v, e.vSym), t: 'i64' } : { s: '', t: null, v: e.v };
     case 'tmp': return { s: `t${e.id}`, t: em.tmpKind.get(e.id) ?? 'f64' };
     case 'red': {
       const r = em.redVal.get(e.id);
@@ -371,7 +410,7 @@ function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly
  * per level (`const int64_t pN_L = pN_{L-1} + c * v`), which compilers strength-reduce and
  * vectorize. `start(a)` is the index before the loops (an outer index or a constant).
  */
-function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, first?: { lo: string; hi: string }, simd = false): void {
+function nest(em: CEmitter, vars: readonly number[], sizes: readonly string[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, first?: { lo: string; hi: string }, simd = false): void {
   const names = affs.map(() => em.fresh('p'));
   const cur = affs.map((a, i) => {
     const s = start(a);
@@ -381,14 +420,14 @@ function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], a
   });
   vars.forEach((v, L) => {
     const lo = L === 0 && first ? first.lo : '0';
-    const hi = L === 0 && first ? first.hi : String(sizes[L]);
+    const hi = L === 0 && first ? first.hi : sizes[L]!;
     if (simd && L === vars.length - 1) em.emit('#pragma omp simd');
     em.emit(`for (int64_t v${v} = ${lo}; v${v} < ${hi}; v${v}++) {`);
     affs.forEach((a, i) => {
       const c = a.c[v] ?? 0;
       if (c === 0) return;
       const nm = `${names[i]}_${L}`;
-      em.emit(`const int64_t ${nm} = ${cur[i]} + ${c === 1 ? '' : `${c} * `}v${v};`);
+      em.emit(`const int64_t ${nm} = ${cur[i]} + ${em.symbolic(a, v) ? `${em.coef(a, v)} * ` : c === 1 ? '' : `${c} * `}v${v};`);
       cur[i] = nm;
     });
   });
@@ -406,20 +445,23 @@ function nest(em: CEmitter, vars: readonly number[], sizes: readonly number[], a
  */
 const CHUNK = 8192;
 function parallelOuter(
-  em: CEmitter, vars: readonly number[], sizes: readonly number[], affs: readonly Affine[], parallel: boolean,
+  em: CEmitter, vars: readonly number[], sizes: readonly number[], syms: readonly (Sym | null)[] | undefined, affs: readonly Affine[], parallel: boolean | string,
   chunkLast: boolean, inner: (chunk: { v: number; lo: string; hi: string } | null) => void,
 ): void {
   if (vars.length === 0) {
-    affs.forEach((a) => em.setPtr(a, String(a.o)));
+    affs.forEach((a) => em.setPtr(a, em.off(a)));
     inner(null);
     return;
   }
   const nv = vars.length;
   const flat = chunkLast ? vars.slice(0, -1) : [...vars];
-  const dims: { name: string; size: string }[] = flat.map((v, i) => ({ name: `v${v}`, size: i === 0 ? '(hi - lo)' : String(sizes[i]) }));
-  if (chunkLast) dims.push({ name: 'ch', size: nv === 1 ? `((hi - lo + ${CHUNK - 1}) / ${CHUNK})` : String(Math.ceil(sizes[nv - 1]! / CHUNK)) });
+  const size = (i: number) => em.num(sizes[i]!, syms?.[i]);
+  const dynLast = !!em.sz && !!syms?.[nv - 1] && !symIsConst(syms[nv - 1]!);
+  const dims: { name: string; size: string }[] = flat.map((v, i) => ({ name: `v${v}`, size: i === 0 ? '(hi - lo)' : size(i) }));
+  if (chunkLast) dims.push({ name: 'ch', size: nv === 1 ? `((hi - lo + ${CHUNK - 1}) / ${CHUNK})` : dynLast ? `((${size(nv - 1)} + ${CHUNK - 1}) / ${CHUNK})` : String(Math.ceil(sizes[nv - 1]! / CHUNK)) });
   em.emit(`const int64_t nT = ${dims.map((d) => d.size).join(' * ')};`);
-  if (parallel) em.emit('#pragma omp parallel for schedule(static)');
+  if (parallel === true) em.emit('#pragma omp parallel for schedule(static)');
+  else if (parallel) em.emit(`#pragma omp parallel for schedule(static) if (${parallel})`);
   em.emit('for (int64_t t = 0; t < nT; t++) {');
   if (dims.length > 1) em.emit('int64_t q = t;');
   for (let i = dims.length - 1; i >= 0; i--) {
@@ -430,13 +472,13 @@ function parallelOuter(
   }
   const names = affs.map(() => em.fresh('q'));
   affs.forEach((a, i) => {
-    const terms = flat.filter((v) => (a.c[v] ?? 0) !== 0).map((v) => `${a.c[v]} * v${v}`);
-    em.emit(`const int64_t ${names[i]} = ${[String(a.o), ...terms].join(' + ')};`);
+    const terms = flat.filter((v) => (a.c[v] ?? 0) !== 0).map((v) => `${em.coef(a, v)} * v${v}`);
+    em.emit(`const int64_t ${names[i]} = ${[em.off(a), ...terms].join(' + ')};`);
     em.setPtr(a, names[i]!);
   });
   if (chunkLast) {
     const first = nv === 1;
-    const bound = first ? 'hi' : String(sizes[nv - 1]);
+    const bound = first ? 'hi' : size(nv - 1);
     em.emit(`const int64_t cLo = ${first ? 'lo + ' : ''}ch * ${CHUNK};`);
     em.emit(`const int64_t cHi = cLo + ${CHUNK} < ${bound} ? cLo + ${CHUNK} : ${bound};`);
     inner({ v: vars[nv - 1]!, lo: 'cLo', hi: 'cHi' });
@@ -474,32 +516,34 @@ function renderPointwise(k: PointwiseKernel, em: CEmitter, ranged: boolean): voi
   const n = k.shape.length;
   const vars = k.shape.map((_, d) => d);
   const affs = affinesOf(k.body, k.stores);
-  const parallel = kernelWork(k) >= PARALLEL_WORK;
+  const parallel = em.parallelIf(k, PARALLEL_WORK);
   em.emit('{');
   if (!ranged && n > 0) {
-    em.emit(`const int64_t lo = 0, hi = ${k.shape[0]};`);
+    em.emit(`const int64_t lo = 0, hi = ${em.num(k.shape[0]!, k.shapeSym?.[0])};`);
   }
   if (n === 0) {
-    affs.forEach((a) => em.setPtr(a, String(a.o)));
+    affs.forEach((a) => em.setPtr(a, em.off(a)));
     stmts(em, k.body);
     stores(em, k.stores);
     em.emit('}');
     return;
   }
   const lastSize = k.shape[n - 1]!;
+  const last = [em.num(lastSize, k.shapeSym?.[n - 1])];
+  // (a dynamic last dim: chosen at the hint size; chunks are bounded by the size at run time)
   const chunked = lastSize > 2 * CHUNK;
   const body = () => {
     stmts(em, k.body);
     stores(em, k.stores);
   };
   const outerVars = chunked ? vars : n === 1 ? vars : vars.slice(0, -1);
-  parallelOuter(em, outerVars, k.shape.slice(0, outerVars.length), affs, parallel, chunked, (chunk) => {
+  parallelOuter(em, outerVars, k.shape.slice(0, outerVars.length), k.shapeSym?.slice(0, outerVars.length), affs, parallel, chunked, (chunk) => {
     const outerPtr = new Map(affs.map((a) => [affKey(a), em.ptr(a)]));
     const from = (a: Affine) => outerPtr.get(affKey(a))!;
     const simd = sameIndexOnly(k.body, k.stores);
-    if (chunk) nest(em, [chunk.v], [lastSize], affs, from, body, { lo: chunk.lo, hi: chunk.hi }, simd);
+    if (chunk) nest(em, [chunk.v], last, affs, from, body, { lo: chunk.lo, hi: chunk.hi }, simd);
     else if (n === 1) body();
-    else nest(em, [n - 1], [lastSize], affs, from, body, undefined, simd);
+    else nest(em, [n - 1], last, affs, from, body, undefined, simd);
   });
   em.emit('}');
 }
@@ -527,8 +571,9 @@ function renderRow(k: RowKernel, em: CEmitter): void {
   affinesOf(k.rowBody, k.rowStores).forEach((a) => all.set(affKey(a), a));
   affinesOf(k.outerBody, k.outerStores).forEach((a) => all.set(affKey(a), a));
   const allAffs = [...all.values()];
-  const parallel = kernelWork(k) >= PARALLEL_WORK && (no > 0);
-  parallelOuter(em, outerVars, k.outer, allAffs, parallel, false, () => {
+  const parallel = no > 0 && em.parallelIf(k, PARALLEL_WORK);
+  const inner = em.nums(k.inner, k.innerSym);
+  parallelOuter(em, outerVars, k.outer, k.outerSym, allAffs, parallel, false, () => {
     const outerPtr = new Map(allAffs.map((a) => [affKey(a), em.ptr(a)]));
     const fromOuter = (a: Affine) => outerPtr.get(affKey(a))!;
     // reductions in order; a reduction and the siblings after it share one loop
@@ -536,14 +581,14 @@ function renderRow(k: RowKernel, em: CEmitter): void {
       const group = [k.reductions[ri]!];
       let j = ri + 1;
       for (; k.reductions[j]?.online?.kind === 'sibling'; j++) group.push(k.reductions[j]!);
-      renderReductionLoop(em, group, innerVars, k.inner, fromOuter, k.reductions);
+      renderReductionLoop(em, group, innerVars, inner, fromOuter, k.reductions);
       ri = j;
     }
     allAffs.forEach((a) => em.setPtr(a, fromOuter(a)));
     stmts(em, k.outerBody);
     stores(em, k.outerStores);
     if (k.rowBody.length || k.rowStores.length) {
-      nest(em, innerVars, k.inner, affinesOf(k.rowBody, k.rowStores), fromOuter, () => {
+      nest(em, innerVars, inner, affinesOf(k.rowBody, k.rowStores), fromOuter, () => {
         stmts(em, k.rowBody);
         stores(em, k.rowStores);
       });
@@ -556,7 +601,7 @@ function renderRow(k: RowKernel, em: CEmitter): void {
  * `rNv` (declared before the loop's block); max/min keep a NaN flag so the loop itself is a
  * plain (vectorizable) max, argmax/argmin keep JS's first-extreme, first-NaN rule.
  */
-function renderReductionLoop(em: CEmitter, group: readonly Reduction[], innerVars: number[], inner: readonly number[], fromOuter: (a: Affine) => string, all: readonly Reduction[]): void {
+function renderReductionLoop(em: CEmitter, group: readonly Reduction[], innerVars: number[], inner: readonly string[], fromOuter: (a: Affine) => string, all: readonly Reduction[]): void {
   // values another reduction's body computes (the one-pass pairs of the JS renderer share
   // them) are computed again in this loop
   const own = new Set(group.flatMap((g) => g.body.map((st) => st.id)));
@@ -652,7 +697,14 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   const identity = (st: Store) => st.value.k === 'acc';
   const raw = k.stores.find(identity) ?? k.stores.find((st) => st.dtype === k.dtype && st.at.c[iVar] !== 0 && st.at.c[jVar] !== 0);
   const total = k.batch.reduce((x, y) => x * y, 1);
-  const rawAt: Affine = raw ? raw.at : { c: [...k.batch.map((_, b) => k.batch.slice(b + 1).reduce((x, y) => x * y, 1) * k.m * k.n), k.n, 1], o: 0 };
+  // sizes as polynomials (constants for a static kernel; only read when em.sz is set)
+  const bS = k.batch.map((b, i) => k.batchSym?.[i] ?? symConst(b));
+  const mS = k.mSym ?? symConst(k.m), nS = k.nSym ?? symConst(k.n), kS = k.kSym ?? symConst(k.k);
+  const dynC = (cs: Sym[]) => (em.sz ? { cSym: cs.map((c) => (symIsConst(c) ? null : c)) } : {});
+  const rawAt: Affine = raw ? raw.at : {
+    c: [...k.batch.map((_, b) => k.batch.slice(b + 1).reduce((x, y) => x * y, 1) * k.m * k.n), k.n, 1], o: 0,
+    ...dynC([...bS.map((_, b) => symProd([...bS.slice(b + 1), mS, nS])), nS, symConst(1)]),
+  };
   const eng: EngineKey = { t, a: dts.get(k.a.buf)!, b: dts.get(k.b.buf)!, c: raw ? raw.dtype : 'acc' };
   const eName = engineName(eng);
   if (!helpers.has(eName)) helpers.set(eName, inRuntime(eng) ? `${engineSignature(eng)};` : matmulEngine(eng));
@@ -662,9 +714,16 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   const epiAffs = affinesOf(k.body, epiStores);
   const tiles = k.tiles ?? { kc: 256, mc: 64, nc: 1024 };
   const perMatmul = k.m * k.n * k.k;
-  const parallel = total * perMatmul >= MATMUL_PARALLEL_WORK;
+  let parallel: boolean | string = total * perMatmul >= MATMUL_PARALLEL_WORK;
   // batch-parallel: many small matmuls; else parallel inside each matmul (rows blocks)
-  const batchPar = parallel && nb > 0 && total >= 2 && perMatmul < (1 << 21);
+  let batchPar: boolean | string = parallel && nb > 0 && total >= 2 && perMatmul < (1 << 21);
+  if (em.sz && !symIsConst(extentWorkSym(k)[1])) {
+    // a dynamic matmul decides at each call, from its sizes, as the static one does here
+    const perS = symProd([mS, nS, kS]), totS = symProd(bS);
+    parallel = `(${em.num(total * perMatmul, symMul(totS, perS))} >= ${MATMUL_PARALLEL_WORK})`;
+    batchPar = nb > 0 ? `(${parallel} && ${em.num(total, totS)} >= 2 && ${em.num(perMatmul, perS)} < ${1 << 21})` : false;
+  }
+  const flag = (x: boolean | string) => (typeof x === 'string' ? x : x ? '1' : '0');
   const ctx = `${fname}_ctx`;
   const epiWritten = new Set(epiStores.map((s) => s.buf));
   const epiBufs = [...new Set([...k.body.flatMap((s) => loadsIn(s.e)), ...epiStores.flatMap((s) => [s.buf, ...loadsIn(s.value)])])].sort((x, y) => x - y);
@@ -673,20 +732,23 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
     // the epilogue: a static function over one finished block
     const pem = new CEmitter();
     pem.accVal = { s: 'acc', t: raw ? KIND[raw.dtype] : t };
-    pem.emit(`typedef struct { ${rawType} *R; int64_t r0, rOff; ${epiAffs.map((_, i) => `int64_t e${i};`).join(' ')} ${epiBufs.map((b) => `${epiType(b)}b${b};`).join(' ')} } ${ctx};`);
+    pem.emit(`typedef struct { ${rawType} *R; int64_t r0, rOff; ${epiAffs.map((_, i) => `int64_t e${i};`).join(' ')} ${epiBufs.map((b) => `${epiType(b)}b${b};`).join(' ')}${em.sz ? ' const double *sz;' : ''} } ${ctx};`);
     pem.emit(`static void ${fname}_epi(void *vx, int64_t i0, int64_t mc, int64_t j0, int64_t nc) {`);
     pem.emit(`const ${ctx} *x = (const ${ctx} *)vx;`);
+    // a dynamic epilogue reads the sizes (from the context) at its own entry
+    if (em.sz) pem.sz = new CSizes('x->sz', em.sz.sizes);
+    const preludeAt = pem.lines.length;
     pem.emit(`${rawType} *R = x->R;`);
     for (const b of epiBufs) pem.emit(`${epiType(b)}b${b} = x->b${b};`);
     pem.emit('for (int64_t i = x->r0 + i0; i < x->r0 + i0 + mc; i++) {');
-    pem.emit(`const int64_t pr = x->rOff + ${rawAt.c[iVar]} * i;`);
-    epiAffs.forEach((a, idx) => pem.emit(`const int64_t pe${idx} = x->e${idx} + ${a.c[iVar]} * i;`));
+    pem.emit(`const int64_t pr = x->rOff + ${pem.coef(rawAt, iVar)} * i;`);
+    epiAffs.forEach((a, idx) => pem.emit(`const int64_t pe${idx} = x->e${idx} + ${pem.coef(a, iVar)} * i;`));
     // R (the raw product) is often the buffer the epilogue stores to, at the same index
     if (sameIndexOnly(k.body, epiStores)) pem.emit('#pragma omp simd');
     pem.emit('for (int64_t j = j0; j < j0 + nc; j++) {');
-    pem.emit(`const ${CTYPE[pem.accVal.t as Kind]} acc = R[pr + ${rawAt.c[jVar]} * j];`);
+    pem.emit(`const ${CTYPE[pem.accVal.t as Kind]} acc = R[pr + ${pem.coef(rawAt, jVar)} * j];`);
     epiAffs.forEach((a, idx) => {
-      pem.emit(`const int64_t pj${idx} = pe${idx} + ${a.c[jVar]} * j;`);
+      pem.emit(`const int64_t pj${idx} = pe${idx} + ${pem.coef(a, jVar)} * j;`);
       pem.setPtr(a, `pj${idx}`);
     });
     stmts(pem, k.body);
@@ -694,10 +756,12 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
     pem.emit('}');
     pem.emit('}');
     pem.emit('}');
+    if (pem.sz) pem.lines.splice(preludeAt, 0, ...pem.sz.prelude('    '));
     pre.push(...pem.lines.map((l) => l.replace(/^ {2}/, '')));
   }
   const rawPtr = raw ? `b${raw.buf}` : 'S';
-  if (!raw) em.emit(`${T} *S = (${T} *)kiln_scratch(2, (size_t)${Math.max(1, total * k.m * k.n)} * sizeof(${T}));`);
+  // (a dynamic size's accumulator: the per-thread scratch grows to the largest size seen)
+  if (!raw) em.emit(`${T} *S = (${T} *)kiln_scratch(2, (size_t)${em.sz ? em.num(total * k.m * k.n, symProd([...bS, mS, nS])) : Math.max(1, total * k.m * k.n)} * sizeof(${T}));`);
   const bases = [
     { a: k.a.base, name: 'aB' },
     { a: k.b.base, name: 'bB' },
@@ -706,21 +770,24 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   ];
   const call = (r0: string, rows: string, par: string) => {
     if (hasEpi) {
-      em.emit(`${ctx} cx = { ${rawPtr}, ${r0}, rB${epiAffs.length ? ', ' + epiAffs.map((_, i) => `eB${i}`).join(', ') : ''}${epiBufs.length ? ', ' + epiBufs.map((b) => `b${b}`).join(', ') : ''} };`);
+      em.emit(`${ctx} cx = { ${rawPtr}, ${r0}, rB${epiAffs.length ? ', ' + epiAffs.map((_, i) => `eB${i}`).join(', ') : ''}${epiBufs.length ? ', ' + epiBufs.map((b) => `b${b}`).join(', ') : ''}${em.sz ? `, b${em.sz.sizes.buf}` : ''} };`);
     }
-    em.emit(`${eName}(b${k.a.buf} + aB + ${r0} * ${k.a.sRow}, ${k.a.sRow}, ${k.a.sCol}, b${k.b.buf} + bB, ${k.b.sRow}, ${k.b.sCol}, ${rawPtr} + rB + ${r0} * ${rawAt.c[iVar]}, ${rawAt.c[iVar]}, ${rawAt.c[jVar]}, ${rows}, ${k.n}, ${k.k}, ${tiles.kc}, ${tiles.mc}, ${tiles.nc}, ${par}, ${hasEpi ? `${fname}_epi, &cx` : '0, 0'});`);
+    const sam = em.num(k.a.sRow, k.a.sRowSym), sak = em.num(k.a.sCol, k.a.sColSym), sbk = em.num(k.b.sRow, k.b.sRowSym), sbn = em.num(k.b.sCol, k.b.sColSym);
+    const rI = em.coef(rawAt, iVar);
+    em.emit(`${eName}(b${k.a.buf} + aB + ${r0} * ${sam}, ${sam}, ${sak}, b${k.b.buf} + bB, ${sbk}, ${sbn}, ${rawPtr} + rB + ${r0} * ${rI}, ${rI}, ${em.coef(rawAt, jVar)}, ${rows}, ${em.num(k.n, k.nSym)}, ${em.num(k.k, k.kSym)}, ${tiles.kc}, ${tiles.mc}, ${tiles.nc}, ${par}, ${hasEpi ? `${fname}_epi, &cx` : '0, 0'});`);
   };
   // one call's share: a range of the first batch dim (when it has more than one entry), else of the rows
   const splitBatch = splitsBatch(k);
   if (nb === 0) {
-    bases.forEach((b) => em.emit(`const int64_t ${b.name} = ${b.a.o};`));
-    call('lo', '(hi - lo)', parallel ? '1' : '0');
+    bases.forEach((b) => em.emit(`const int64_t ${b.name} = ${em.off(b.a)};`));
+    call('lo', '(hi - lo)', flag(parallel));
     return;
   }
   // batch loops, flattened
-  const dims = k.batch.map((s, d) => ({ name: `v${d}`, size: d === 0 && splitBatch ? '(hi - lo)' : String(s) }));
+  const dims = k.batch.map((s, d) => ({ name: `v${d}`, size: d === 0 && splitBatch ? '(hi - lo)' : em.num(s, k.batchSym?.[d]) }));
   em.emit(`const int64_t nT = ${dims.map((d) => d.size).join(' * ')};`);
-  if (batchPar && splitBatch) em.emit('#pragma omp parallel for schedule(static)');
+  if (batchPar === true && splitBatch) em.emit('#pragma omp parallel for schedule(static)');
+  else if (batchPar && splitBatch) em.emit(`#pragma omp parallel for schedule(static) if (${batchPar})`);
   em.emit('for (int64_t t = 0; t < nT; t++) {');
   em.emit('int64_t q = t;');
   for (let i = dims.length - 1; i >= 0; i--) {
@@ -728,11 +795,12 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
     else em.emit(`const int64_t ${dims[i]!.name} = q % ${dims[i]!.size}; q /= ${dims[i]!.size};`);
   }
   bases.forEach((b) => {
-    const terms = k.batch.map((_, d) => d).filter((d) => (b.a.c[d] ?? 0) !== 0).map((d) => `${b.a.c[d]} * v${d}`);
-    em.emit(`const int64_t ${b.name} = ${[String(b.a.o), ...terms].join(' + ')};`);
+    const terms = k.batch.map((_, d) => d).filter((d) => (b.a.c[d] ?? 0) !== 0).map((d) => `${em.coef(b.a, d)} * v${d}`);
+    em.emit(`const int64_t ${b.name} = ${[em.off(b.a), ...terms].join(' + ')};`);
   });
-  if (splitBatch) call('0', String(k.m), parallel && !batchPar ? '1' : '0');
-  else call('lo', '(hi - lo)', parallel ? '1' : '0');
+  const inside = typeof parallel === 'boolean' && typeof batchPar === 'boolean' ? parallel && !batchPar : `(${flag(parallel)} && !${flag(batchPar)})`;
+  if (splitBatch) call('0', em.num(k.m, k.mSym), flag(inside));
+  else call('lo', '(hi - lo)', flag(parallel));
   em.emit('}');
 }
 
@@ -773,14 +841,22 @@ export const MAX_DIRECT_BUFFERS = 62;
 export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   const dts = bufferDTypes(k);
   const written = new Set((k.kind === 'group' ? k.parts.flatMap((p) => p.stores) : k.kind === 'row' ? [...k.outerStores, ...k.rowStores] : k.stores).map((s) => s.buf));
+  // a dynamic kernel also takes its sizes buffer (float64 s0, s1, ...; read at entry)
+  if (k.sizes) dts.set(k.sizes.buf, 'float64');
   const params: Param[] = [...dts.entries()].sort((a, b) => a[0] - b[0]).map(([buf, dtype]) => ({ buf, dtype, written: written.has(buf) }));
   const em = new CEmitter();
+  if (k.sizes) em.sz = new CSizes(`b${k.sizes.buf}`, k.sizes);
   const helpers = new Map<string, string>();
   const pre: string[] = [];
   if (k.kind === 'group') k.parts.forEach((p) => renderPointwise(p, em, false));
   else if (k.kind === 'pointwise') renderPointwise(k, em, true);
   else if (k.kind === 'row') renderRow(k, em);
   else renderMatmul(k, em, fname, helpers, pre);
+  if (em.sz) {
+    // launches pass hi < 0 for "the whole extent", which only the kernel knows at these sizes
+    const ext = k.kind === 'group' ? null : em.num(kernelExtent(k), extentWorkSym(k)[0]);
+    em.lines.unshift(...em.sz.prelude('  '), ...(ext ? [`  if (hi < 0) { lo = 0; hi = ${ext}; }`] : []));
+  }
   const decl = (p: Param) => `${p.written ? '' : 'const '}${STORAGE[p.dtype]} *b${p.buf}`;
   const viaArray = params.length > MAX_DIRECT_BUFFERS;
   const sig = [...(viaArray ? ['void *const *bp'] : params.map(decl)), 'int64_t lo', 'int64_t hi'].join(', ');

@@ -1,0 +1,69 @@
+// Dynamic kernels (issue 7) in C: a number of the loop IR that carries a `Sym` renders as a
+// `const int64_t` local. The kernel reads s0, s1, ... from its sizes buffer (a `const double *`
+// parameter) at entry and computes every product it uses there (extents, affine coefficients
+// and offsets, matmul m/n/k and strides, work for the threading test), so loops compare
+// against a local and running indices advance by a local, as static kernels do with literals.
+// Static kernels never create one of these (their C text, the disk cache's key, is unchanged).
+
+import type { KernelSizes, LoopKernel } from '../../compiler/loop-ir.js';
+import { splitsBatch } from '../../compiler/loop-ir.js';
+import { symAdd, symConst, symEval, symIsConst, symKey, symMul, symToCode, type Sym } from '../../compiler/symbolic.js';
+
+const symName = (i: number) => `s${i}`;
+
+export class CSizes {
+  /** hoisted products by polynomial key: local name and its definition */
+  private readonly hoisted = new Map<string, string>();
+  private readonly defs: string[] = [];
+
+  constructor(
+    /** the C expression of the sizes pointer (`b12`, or `x->sz` inside a matmul epilogue) */
+    private readonly src: string,
+    readonly sizes: KernelSizes,
+  ) {}
+
+  /** A number of the kernel: its literal, or (with a symbol) the local holding its value. */
+  num(v: number, s?: Sym | null): string {
+    if (!s) return String(v);
+    if (symIsConst(s)) return String(symEval(s, []));
+    if (s.terms.length === 1 && s.terms[0]![0] === 1 && s.terms[0]![1].length === 1) return symName(s.terms[0]![1][0]!);
+    const key = symKey(s);
+    let name = this.hoisted.get(key);
+    if (!name) {
+      name = `z${this.hoisted.size}`;
+      this.hoisted.set(key, name);
+      // the symbols are int64_t, so every product is computed in 64 bits
+      this.defs.push(`const int64_t ${name} = ${symToCode(s, symName)};`);
+    }
+    return name;
+  }
+
+  /** The lines that start the function (call once its body is rendered). */
+  prelude(indent: string): string[] {
+    const reads = Array.from({ length: this.sizes.count }, (_, i) => `const int64_t ${symName(i)} = (int64_t)${this.src}[${i}];`);
+    // a kernel that uses none of the sizes still compiles cleanly (-Wunused)
+    const unused = Array.from({ length: this.sizes.count }, (_, i) => `(void)${symName(i)};`);
+    return [...reads, ...unused, ...this.defs].map((l) => indent + l);
+  }
+}
+
+const S = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
+export const symProd = (xs: readonly Sym[]): Sym => xs.reduce((a, b) => symMul(a, b), symConst(1));
+
+/** kernelExtent / kernelWork (loop-ir.ts) as polynomials in the sizes (see wasm/dynamic.ts). */
+export function extentWorkSym(k: LoopKernel): [Sym, Sym] {
+  if (k.kind === 'group') return [symConst(1), k.parts.map((p) => extentWorkSym(p)[1]).reduce(symAdd, symConst(0))];
+  if (k.kind === 'pointwise') {
+    const sh = k.shape.map((x, i) => S(x, k.shapeSym?.[i]));
+    return [sh[0] ?? symConst(1), symProd(sh)];
+  }
+  if (k.kind === 'row') {
+    const o = k.outer.map((x, i) => S(x, k.outerSym?.[i]));
+    const inner = k.inner.map((x, i) => S(x, k.innerSym?.[i]));
+    return [o[0] ?? symConst(1), symMul(symProd([...o, ...inner]), symConst(Math.max(1, k.reductions.length)))];
+  }
+  const b = k.batch.map((x, i) => S(x, k.batchSym?.[i]));
+  const m = S(k.m, k.mSym);
+  // the renderer chooses batch or rows from the hint sizes: the extent follows the same choice
+  return [splitsBatch(k) ? b[0]! : m, symProd([...b, m, S(k.n, k.nSym), S(k.k, k.kSym)])];
+}
