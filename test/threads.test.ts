@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
-import { getThreadPool } from '../src/backend/js/threads.js';
+import { getThreadPool, planChunks } from '../src/backend/js/threads.js';
+import { outputPoolStats } from '../src/compiler/fused-program.js';
 
 function close(a: kiln.Tensor, b: kiln.Tensor, tol = 1e-5): void {
   const x = a.dataSync(), y = b.dataSync();
@@ -55,4 +56,115 @@ test('a compiled training step with large layers matches eager with threads', { 
   }
   // five momentum steps: float32 rounding differences (fast exp, fused rounding) compound a little
   me.parameters().forEach((p, i) => close(mc.parameters()[i]!, p, 1e-4));
+});
+
+// ---- chunked scheduling (threads claim chunks from a shared counter) ----
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** each index of [lo, hi) counted once: a chunk run twice or skipped shows up as a count != 1 */
+const COUNT_SRC = '(b0, lo, hi) => { for (let i = lo; i < hi; i++) Atomics.add(b0, i, 1); }';
+const count = (bufs: readonly unknown[], lo: number, hi: number) => {
+  for (let i = lo; i < hi; i++) Atomics.add(bufs[0] as Int32Array, i, 1);
+};
+
+test('the pool covers [0, extent) exactly once in chunks shared by caller and workers', { skip: getThreadPool() ? false : 'no worker threads here' }, async () => {
+  const pool = getThreadPool()!;
+  pool.prepare([COUNT_SRC]);
+  // workers boot asynchronously: until one has, the caller runs every chunk itself
+  for (let i = 0; i < 100 && pool.chunks === pool.callerChunks; i++) {
+    await sleep(20);
+    pool.run(COUNT_SRC, count as never, [new Int32Array(new SharedArrayBuffer(4 * 64))], 64, undefined, 1);
+  }
+  const chunks0 = pool.chunks, caller0 = pool.callerChunks;
+  for (const [extent, grain] of [[1, 1], [2, 1], [7, 1], [100, 1], [1000, 3], [4097, 8], [64, 64], [100000, 1]] as const) {
+    const buf = new Int32Array(new SharedArrayBuffer(4 * extent));
+    pool.run(COUNT_SRC, count as never, [buf], extent, undefined, grain);
+    assert.ok(buf.every((v) => v === 1), `extent ${extent} grain ${grain}: [${buf.slice(0, 16).join(',')}...]`);
+  }
+  // many back-to-back launches: a worker reading an old launch's message must claim nothing of a new one
+  for (let l = 0; l < 300; l++) {
+    const extent = 1 + (l % 37);
+    const buf = new Int32Array(new SharedArrayBuffer(4 * extent));
+    pool.run(COUNT_SRC, count as never, [buf], extent, undefined, 1);
+    assert.ok(buf.every((v) => v === 1), `launch ${l}`);
+  }
+  assert.ok(pool.chunks - chunks0 > 300 + 2 * pool.threads, `more chunks than one per thread (${pool.chunks - chunks0})`);
+  assert.ok(pool.callerChunks - caller0 < pool.chunks - chunks0, 'workers ran some chunks');
+});
+
+test('a chunk that fails in a worker is rerun by the caller, whose error surfaces; the pool keeps working', { skip: getThreadPool() ? false : 'no worker threads here' }, () => {
+  const pool = getThreadPool()!;
+  const src = '(b0, lo, hi) => { throw new Error("worker boom"); }';
+  assert.throws(() => pool.run(src, () => { throw new Error('caller boom'); }, [new Int32Array(new SharedArrayBuffer(4 * 512))], 512, undefined, 1), /caller boom/);
+  const buf = new Int32Array(new SharedArrayBuffer(4 * 512));
+  pool.run(COUNT_SRC, count as never, [buf], 512, undefined, 1);
+  assert.ok(buf.every((v) => v === 1));
+});
+
+test('planChunks: a few chunks per thread, in grain multiples, never fewer chunks than threads', () => {
+  assert.deepEqual(planChunks(1000, 2), { size: 125, chunks: 8 });
+  assert.deepEqual(planChunks(1000, 2, 64), { size: 128, chunks: 8 });
+  // a grain bigger than one thread's share: one chunk per thread, as the static split
+  assert.deepEqual(planChunks(100, 2, 64), { size: 50, chunks: 2 });
+  assert.deepEqual(planChunks(1, 4), { size: 1, chunks: 1 });
+  for (const [e, t, g] of [[7, 3, 1], [513, 2, 8], [8192, 16, 1], [1e7, 2, 1]] as const) {
+    const { size, chunks } = planChunks(e, t, g);
+    assert.ok(size * chunks >= e && size * (chunks - 1) < e && chunks <= 4095, `${e}/${t}/${g}: ${size} x ${chunks}`);
+  }
+});
+
+test('wasm: a few-row matmul (threads split columns) and row reductions equal one thread exactly with chunks', () => {
+  kiln.manualSeed(5);
+  const x = kiln.keep(kiln.randn([128, 256])), w = kiln.keep(kiln.randn([256, 1024])), b = kiln.keep(kiln.randn([1024]));
+  const fn = (t: kiln.Tensor) => [t.matmul(w).add(b).relu(), kiln.softmax(t.matmul(w), -1).sum(-1)];
+  const run = (threads: number) => {
+    const be = kiln.setWasmThreads(threads);
+    const out = kiln.scope(() => {
+      kiln.compiler.reset();
+      const f = kiln.compile(fn, { backend: 'wasm' });
+      f(x);
+      return (f(x) as kiln.Tensor[]).map((t) => Array.from(t.dataSync()));
+    });
+    return { out, launches: be.stats().parallelLaunches };
+  };
+  const one = run(1), many = run(3);
+  assert.ok(many.launches >= 2, 'split across threads');
+  assert.deepEqual(many.out, one.out);
+  kiln.setWasmThreads(2);
+  [x, w, b].forEach((t) => t.dispose());
+});
+
+// ---- output buffers of compiled programs ----
+
+test('compiled outputs: a disposed output buffer is reused by a later call, a kept one never is', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1));
+  const x1 = kiln.keep(kiln.randn([32768])), x2 = kiln.keep(kiln.randn([32768])); // 128 KiB outputs
+  const kept = f(x1) as kiln.Tensor;
+  if (kept.storage.backend.name !== 'js') return; // default pooling is the JS backend's
+  const keptBuf = kept.storage.buf, keptData = kept.dataSync();
+  const first = f(x1) as kiln.Tensor;
+  const firstBuf = first.storage.buf;
+  const r0 = outputPoolStats.reuses;
+  first.dispose();
+  const second = f(x2) as kiln.Tensor;
+  assert.equal(second.storage.buf, firstBuf, 'the disposed output buffer was reused');
+  assert.equal(outputPoolStats.reuses, r0 + 1);
+  assert.deepEqual(second.dataSync(), (x2.mul(2).add(1)).dataSync());
+  second.dispose();
+  // a training-style loop that disposes its outputs: every call after the first reuses
+  const r1 = outputPoolStats.reuses;
+  for (let i = 0; i < 5; i++) kiln.scope(() => void (f(i % 2 ? x1 : x2) as kiln.Tensor).sum().item());
+  assert.ok(outputPoolStats.reuses - r1 >= 5, `reuses ${outputPoolStats.reuses - r1}`);
+  // the kept output was never handed out again nor overwritten
+  assert.notEqual(keptBuf, firstBuf);
+  assert.deepEqual(kept.dataSync(), keptData);
+  // a view keeps its storage alive: disposing the base alone recycles nothing
+  const base = f(x1) as kiln.Tensor, view = base.reshape([2, 16384]);
+  const baseBuf = base.storage.buf, viewData = view.dataSync();
+  base.dispose();
+  const other = f(x2) as kiln.Tensor;
+  assert.notEqual(other.storage.buf, baseBuf);
+  assert.deepEqual(view.dataSync(), viewData);
+  [kept, view, other, x1, x2].forEach((t) => t.dispose());
 });

@@ -1,6 +1,7 @@
 // A fused program: the scheduled kernels over planned buffers. Scratch buffers are
 // allocated once and reused by lifetime (and in place where an elementwise kernel's input
-// dies); outputs are fresh on every call because the caller owns them.
+// dies). Outputs belong to the caller: each call gets its own, but the buffer of an output
+// the caller disposed comes back to the program (OutputPool) and serves a later call.
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend/backend.js';
 import { itemSize, type DType } from '../core/dtype.js';
@@ -103,12 +104,14 @@ export class FusedProgram {
   readonly plan: MemoryPlan;
   /** scratch buffers bound to a planned slot, and those allocated on every call (outputs) */
   private readonly slotted: [number, number][] = [];
-  private readonly perCall: { id: number; dtype: DType; size: number; output: boolean }[] = [];
+  private readonly perCall: { id: number; dtype: DType; size: number; output: boolean; pooled: boolean }[] = [];
   /** inputs the program writes (in-place updates): their storage version moves, as in eager */
   private readonly writtenInputs: number[];
 
-  /** reduce-overhead: output buffers whose tensors were disposed, ready for the next call */
-  private readonly outputPool: Map<number, BackendBuffer[]> | null;
+  /** output buffers whose tensors were disposed, ready for a later call (see OutputPool) */
+  private readonly outputPool: OutputPool | null;
+  /** reduce-overhead: every output is recycled; otherwise only those OutputPool.worthPooling */
+  private readonly recycleAll: boolean;
   /** prepares and launches the loop kernels (`backend` unless another one shares its buffers, e.g. native) */
   readonly kernelBackend: Backend;
 
@@ -117,8 +120,9 @@ export class FusedProgram {
     readonly backend: Backend,
     opts: { reuseOutputs?: boolean; autotune?: boolean; kernelBackend?: Backend } = {},
   ) {
-    this.outputPool = opts.reuseOutputs ? new Map() : null;
     const kb = (this.kernelBackend = opts.kernelBackend ?? backend);
+    this.recycleAll = opts.reuseOutputs === true;
+    this.outputPool = this.recycleAll || OutputPool.recyclesByDefault(kb) ? new OutputPool(kb, this.recycleAll ? 4 : 2) : null;
     if (opts.autotune) autotune(lowered, kb);
     this.plan = planMemory(lowered);
     // scratch, constants and outputs live where the kernels run (e.g. the wasm heap; native and
@@ -135,7 +139,9 @@ export class FusedProgram {
     for (const b of lowered.buffers) {
       if (b.kind !== 'scratch' || !(used.has(b.id) || outputBufs.has(b.id))) continue;
       const slot = this.plan.slotOf[b.id]!;
-      if (outputBufs.has(b.id) || slot === -1) this.perCall.push({ id: b.id, dtype: b.dtype, size: b.size, output: outputBufs.has(b.id) });
+      const output = outputBufs.has(b.id);
+      const pooled = output && this.outputPool !== null && (this.recycleAll || OutputPool.worthPooling(b.dtype, b.size));
+      if (output || slot === -1) this.perCall.push({ id: b.id, dtype: b.dtype, size: b.size, output, pooled });
       else this.slotted.push([b.id, slot]);
     }
     const written = new Set(lowered.steps.flatMap(stepWrites));
@@ -170,11 +176,13 @@ export class FusedProgram {
     for (const [id, buf] of this.constants) bufs[id] = buf;
     for (const [id, slot] of this.slotted) bufs[id] = this.scratch[slot]!;
     for (const b of this.perCall) {
-      const buf = this.outputPool?.get(b.id)?.pop() ?? this.kernelBackend.alloc(b.dtype, b.size, 'shared');
+      const pool = b.pooled ? this.outputPool : null;
+      const buf = pool?.take(b.id, b.size) ?? this.kernelBackend.alloc(b.dtype, b.size, 'shared');
       bufs[b.id] = buf;
       if (b.output) {
         const st = new Storage(this.backend, buf);
-        if (this.outputPool) st.recycle = (x) => recycleInto(this.outputPool!, b.id, x);
+        // back to the pool only when the last tensor on this storage lets go (a kept output never is)
+        if (pool) st.recycle = (x) => pool.give(b.id, x);
         storages.set(b.id, st);
       }
     }
@@ -263,10 +271,56 @@ function autotune(l: Lowered, backend: Backend): void {
   }
 }
 
-function recycleInto(pool: Map<number, BackendBuffer[]>, id: number, buf: BackendBuffer): void {
-  let list = pool.get(id);
-  if (!list) pool.set(id, (list = []));
-  if (list.length < 4) list.push(buf);
+/** Counters (tests, benchmarks): output buffers served from a program's pool, and given back to one. */
+export const outputPoolStats = { reuses: 0, recycled: 0 };
+
+/**
+ * Spare output buffers of one program, by logical buffer id. A fresh output on the JS backend
+ * is a new SharedArrayBuffer: zero-filled, page-faulted on first touch (~88 ms per steady W6
+ * call), so a buffer whose tensors were all disposed (Storage.recycle) serves a later call of
+ * the same program instead. Bounded per id; the overflow is freed through the backend (a wasm
+ * heap region must be released, not dropped).
+ */
+export class OutputPool {
+  private readonly spare = new Map<number, BackendBuffer[]>();
+  constructor(
+    private readonly mem: Backend,
+    private readonly perBuffer: number,
+  ) {}
+
+  /**
+   * Recycled by default only where outputs are otherwise fresh memory: the JS backend. The
+   * wasm heap reuses freed regions itself (a spare held here would only raise its peak), and
+   * native keeps its own pool of program buffers (../backend/native/buffer-pool.ts).
+   */
+  static recyclesByDefault(mem: Backend): boolean {
+    return mem.name === 'js';
+  }
+
+  /** Below 64 KiB a fresh buffer is cheap (as the native pool's floor); those stay fresh by default. */
+  static worthPooling(dtype: DType, size: number): boolean {
+    return size * itemSize(dtype) >= 64 * 1024;
+  }
+
+  /** A disposed output's buffer of this id and size, if one is spare. */
+  take(id: number, size: number): BackendBuffer | undefined {
+    const list = this.spare.get(id);
+    if (!list) return undefined;
+    const i = list.findIndex((b) => b.size === size);
+    if (i < 0) return undefined;
+    outputPoolStats.reuses++;
+    return list.splice(i, 1)[0];
+  }
+
+  give(id: number, buf: BackendBuffer): void {
+    let list = this.spare.get(id);
+    if (!list) this.spare.set(id, (list = []));
+    if (list.includes(buf)) return;
+    if (list.length < this.perBuffer) {
+      list.push(buf);
+      outputPoolStats.recycled++;
+    } else this.mem.free(buf);
+  }
 }
 
 function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {

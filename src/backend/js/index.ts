@@ -13,7 +13,7 @@ import { pointwiseKernel, type PointwiseFn } from './pointwise.js';
 import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
-import { getThreadPool, isShared } from './threads.js';
+import { chunkGrain, getThreadPool, isShared } from './threads.js';
 import { kernelLoads, kernelStores, type GroupKernel, type LoopKernel } from '../../compiler/loop-ir.js';
 
 /** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
@@ -173,6 +173,7 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
       const { fn, source } = compileKernel(spec.kernel, spec.nBuffers, loopSource(spec.kernel, spec.nBuffers));
       const extent = kernelExtent(spec.kernel);
       const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
+      const grain = chunkGrain(spec.kernel, extent, kernelWork(spec.kernel));
       const used = [...new Set([...kernelStores(spec.kernel).map((st) => st.buf), ...kernelLoads(spec.kernel), ...(spec.kernel.sizes ? [spec.kernel.sizes.buf] : [])])];
       // start the pool and let its workers compile this kernel now, at program build, rather
       // than on the first call's critical path
@@ -184,7 +185,7 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
         if (pool) for (const i of used) (args.buffers[i] as JsBuffer).share();
         const bufs = args.buffers.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
         if (args.range) return fn(bufs, args.range[0], args.range[1]);
-        if (pool) pool.run(source, fn, bufs, extent, used);
+        if (pool) pool.run(source, fn, bufs, extent, used, grain);
         else fn(bufs, 0, extent);
       };
     }
@@ -203,7 +204,7 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
  */
 function groupRunner(k: GroupKernel, nBuffers: number): (a: KernelArgs) => void {
   const whole = compileKernel(k, nBuffers).fn;
-  const parts = k.parts.map((p) => ({ ...compileKernel(p, nBuffers), extent: kernelExtent(p), work: kernelWork(p), writes: [...new Set(p.stores.map((st) => st.buf))], used: [...new Set([...p.stores.map((st) => st.buf), ...kernelLoads(p), ...(k.sizes ? [k.sizes.buf] : [])])] }));
+  const parts = k.parts.map((p) => ({ ...compileKernel(p, nBuffers), extent: kernelExtent(p), work: kernelWork(p), grain: chunkGrain(p, kernelExtent(p), kernelWork(p)), writes: [...new Set(p.stores.map((st) => st.buf))], used: [...new Set([...p.stores.map((st) => st.buf), ...kernelLoads(p), ...(k.sizes ? [k.sizes.buf] : [])])] }));
   const large = parts.some((p) => p.work >= PARALLEL_WORK && p.extent > 1);
   if (large) getThreadPool()?.prepare(parts.filter((p) => p.work >= PARALLEL_WORK && p.extent > 1).map((p) => p.source));
   const used = [...new Set([...kernelStores(k).map((st) => st.buf), ...kernelLoads(k)])];
@@ -215,7 +216,7 @@ function groupRunner(k: GroupKernel, nBuffers: number): (a: KernelArgs) => void 
     for (const i of used) (all[i] as JsBuffer).share();
     for (const i of used) bufs[i] = (all[i] as JsBuffer).data;
     for (const p of parts) {
-      if (p.work >= PARALLEL_WORK && p.extent > 1 && p.writes.every((w) => isShared(bufs[w]!))) pool.run(p.source, p.fn, bufs, p.extent, p.used);
+      if (p.work >= PARALLEL_WORK && p.extent > 1 && p.writes.every((w) => isShared(bufs[w]!))) pool.run(p.source, p.fn, bufs, p.extent, p.used, p.grain);
       else p.fn(bufs, 0, p.extent);
     }
   };

@@ -1,12 +1,17 @@
 // A pool of worker threads for the JS backend's compiled kernels (Node: worker_threads over
-// SharedArrayBuffer). A kernel splits its outermost loop into one range per thread; the
-// caller runs one range itself and blocks on an Atomics counter until the workers finish.
+// SharedArrayBuffer). A kernel's outermost loop is cut into chunks (a few per thread) that the
+// threads, the caller included, claim from a shared Atomics counter until none is left; the
+// caller then blocks until every claimed chunk is done. Fixed 1/T shares made every call wait
+// for the slowest thread, and on a shared machine a thread descheduled for a while made 2
+// threads match or lose to 1; with chunks, the threads that run take the work of one that
+// does not. Each launch is still one message per worker.
 // Eager kernels stay on the calling thread: eager mode is the simple, debuggable baseline.
 //
 // Workers rebuild kernels from their generated source; the helpers kernels call (erf, fast
 // math, the matmul engine) are shipped as the source text of self-contained factories.
 
 import type { TypedArray } from '../../core/dtype.js';
+import { splitsBatch, type LoopKernel } from '../../compiler/loop-ir.js';
 import { createFastMath } from './fast-math.js';
 import { createMatmul } from './matmul.js';
 import { erf, relu32, roundHalfEven } from './render-scalar.js';
@@ -31,6 +36,7 @@ const { fastExp, fastTanh } = (${createFastMath.toString()})();
 const createMatmul = ${createMatmul.toString()};
 const matmul2d = createMatmul();
 const ctl = new Int32Array(workerData.ctl);
+const claimChunks = ${claimChunks.toString()};
 const kernels = new Map();
 const sources = new Map();
 const build = (id) => {
@@ -51,35 +57,109 @@ parentPort.on('message', (m) => {
     for (const p of m.prepare) try { build(p.id); } catch {}
     return;
   }
-  try {
-    if (m.src !== undefined && !kernels.has(m.id)) sources.set(m.id, m.src);
-    build(m.id)(...m.bufs, m.lo, m.hi);
-  } catch (e) {
-    Atomics.store(ctl, 1, 1);
-  }
-  Atomics.sub(ctl, 0, 1);
-  Atomics.notify(ctl, 0);
+  if (m.src !== undefined && !kernels.has(m.id)) sources.set(m.id, m.src);
+  claimChunks(ctl, m, () => build(m.id), (fn, lo, hi) => fn(...m.bufs, lo, hi));
 });
-// booted: from now on launches give this worker a part (see ThreadPool.run)
-Atomics.store(ctl, 2 + workerData.index, 1);`;
+// booted: from now on launches post to this worker (see ThreadPool.run)
+Atomics.store(ctl, ${BOOTED} + workerData.index, 1);`;
+}
+
+/** Chunks each thread gets on average: enough that the running threads absorb a stalled one's share. */
+const CHUNKS_PER_THREAD = 4;
+/** Least work (elements or multiply-adds) worth a chunk: claiming one costs a compare-and-swap. */
+const MIN_CHUNK_WORK = 1 << 15;
+/** ctl layout shared by both pools (claimChunks is shipped to workers as text, so it spells these out) */
+const NEXT = 0, DONE = 1, FAILS = 2, FAILED = 4, IDX_BITS = 12, MAX_CHUNKS = (1 << IDX_BITS) - 1;
+/** first slot of the JS pool's "worker w booted" flags (after the failed-chunk list) */
+const BOOTED = FAILED + MAX_CHUNKS + 1;
+/** ctl slots a pool needs before its own extras */
+export const CTL_SLOTS = BOOTED;
+
+/** What a worker needs to find its chunks: [c * size, min(extent, (c + 1) * size)) for c < chunks. */
+export interface ChunkMsg {
+  readonly epoch: number;
+  readonly chunks: number;
+  readonly size: number;
+  readonly extent: number;
+}
+
+/**
+ * Claims and runs chunks of launch `m` until none is left (workers and the caller alike);
+ * returns how many this thread ran. ctl[NEXT] holds epoch << 12 | next chunk: a worker that
+ * reads a launch's message late, after the caller has moved on, sees another epoch and claims
+ * nothing, so it cannot run an old kernel over a new launch's chunks. A failed chunk is listed
+ * (ctl[FAILED + i]) for the caller to rerun, where the real error surfaces with its message.
+ * Self-contained: workers get it as source text.
+ */
+export function claimChunks<F>(ctl: Int32Array, m: ChunkMsg, get: () => F, run: (fn: F, lo: number, hi: number) => void): number {
+  let fn: F | undefined;
+  let n = 0;
+  for (;;) {
+    const v = Atomics.load(ctl, 0);
+    if (v >>> 12 !== m.epoch || (v & 4095) >= m.chunks) return n;
+    if (Atomics.compareExchange(ctl, 0, v, v + 1) !== v) continue;
+    const c = v & 4095, lo = c * m.size, hi = Math.min(m.extent, lo + m.size);
+    try {
+      if (fn === undefined) fn = get();
+      run(fn, lo, hi);
+    } catch {
+      Atomics.store(ctl, 4 + Atomics.add(ctl, 2, 1), c);
+    }
+    n++;
+    // only the last chunk wakes the caller (a notify per chunk would be a syscall each)
+    if (Atomics.add(ctl, 1, 1) + 1 === m.chunks) Atomics.notify(ctl, 1);
+  }
+}
+
+/**
+ * Cuts [0, extent) into chunks: about CHUNKS_PER_THREAD per thread, in multiples of `grain`
+ * units (the least a chunk is worth), but never fewer chunks than threads while the loop has
+ * that many units (the static split's parallelism).
+ */
+export function planChunks(extent: number, threads: number, grain = 1): { size: number; chunks: number } {
+  const g = Math.max(1, Math.floor(grain));
+  let size = Math.ceil(Math.max(Math.ceil(extent / (threads * CHUNKS_PER_THREAD)), g) / g) * g;
+  // a large grain never costs parallelism the static split had: at most one chunk per thread then
+  size = Math.min(size, Math.ceil(extent / threads));
+  size = Math.max(1, size, Math.ceil(extent / MAX_CHUNKS));
+  return { size, chunks: Math.ceil(extent / size) };
+}
+
+/**
+ * The grain (least units of the split loop per chunk) for kernel `k`: MIN_CHUNK_WORK of work,
+ * and for a matmul split by rows, 64 rows in whole 8-row tiles, since every chunk packs all
+ * of B again. `splitsColumns`: the backend splits a few-row matmul by columns instead (wasm),
+ * where each chunk packs all of A: then 64 columns' worth of the range.
+ */
+export function chunkGrain(k: LoopKernel, extent: number, work: number, splitsColumns = false): number {
+  let g = Math.ceil(MIN_CHUNK_WORK / Math.max(1, work / Math.max(1, extent)));
+  if (k.kind === 'matmul' && !splitsBatch(k)) {
+    const rows = splitsColumns && k.m <= 512 && k.m < k.n ? Math.ceil((64 * k.m) / k.n) : 64;
+    g = Math.ceil(Math.max(g, rows) / 8) * 8;
+  }
+  return g;
 }
 
 export class ThreadPool {
   private readonly workers: WorkerLike[] = [];
   private readonly sent: Set<number>[] = [];
   private readonly ids = new Map<string, number>();
-  /** [0] parts still running, [1] error flag, [2 + w] worker w has booted */
+  /** the claim counter, done count and failed chunks (see claimChunks), then [BOOTED + w] worker w has booted */
   private readonly ctl: Int32Array;
   /** workers known to have booted (read from ctl until they have) */
   private readonly ready: boolean[] = [];
+  private epoch = 0;
   /** kernels run split across threads so far */
   launches = 0;
+  /** chunks run so far, and how many of them the calling thread ran */
+  chunks = 0;
+  callerChunks = 0;
 
   constructor(
     wt: WorkerThreads,
     readonly threads: number,
   ) {
-    this.ctl = new Int32Array(new SharedArrayBuffer(4 * (2 + threads)));
+    this.ctl = new Int32Array(new SharedArrayBuffer(4 * (CTL_SLOTS + threads)));
     for (let i = 0; i < threads - 1; i++) {
       const w = new wt.Worker(workerSource(), { eval: true, workerData: { ctl: this.ctl.buffer, index: i } });
       this.ready.push(false);
@@ -114,41 +194,52 @@ export class ThreadPool {
   }
 
   /**
-   * Runs `fn` over [0, extent) split across the threads. Buffers the kernel writes must be
-   * shared; read-only ones that are not are copied into the message. `used`: the indices of
-   * the buffers the kernel touches; only those are posted (a program's buffer list holds every
-   * weight of the model, and structured-cloning the ones not yet shared cost seconds per first
-   * call in W7; bench/results/coldstart.json).
+   * Runs `fn` over [0, extent) in chunks the threads claim (see planChunks; `grain`: the least
+   * units per chunk, chunkGrain; without it, one chunk per thread as a static split). Buffers
+   * the kernel writes must be shared; read-only ones that are not are copied into the message.
+   * `used`: the indices of the buffers the kernel touches; only those are posted (a program's
+   * buffer list holds every weight of the model, and structured-cloning the ones not yet shared
+   * cost seconds per first call in W7; bench/results/coldstart.json). Results do not depend on
+   * the chunks: each computes whole rows (panels) of the outermost loop.
    */
-  run(source: string, fn: (bufs: readonly TypedArray[], lo: number, hi: number) => void, bufs: readonly TypedArray[], extent: number, used?: readonly number[]): void {
+  run(source: string, fn: (bufs: readonly TypedArray[], lo: number, hi: number) => void, bufs: readonly TypedArray[], extent: number, used?: readonly number[], grain?: number): void {
     this.launches++;
     const id = this.idOf(source);
-    // only booted workers get a part: a worker takes ~60 ms (more on a loaded machine) to start,
-    // and a first call would otherwise wait for it; results do not depend on the split (each
-    // part computes whole rows of the outermost loop)
+    // only booted workers get the message: a worker takes ~60 ms (more on a loaded machine) to
+    // start; one that boots later would find the chunks gone anyway
     const workers: number[] = [];
-    for (let w = 0; w < this.workers.length; w++) if (this.ready[w] || (this.ready[w] = Atomics.load(this.ctl, 2 + w) === 1)) workers.push(w);
-    const parts = Math.min(1 + workers.length, extent);
-    const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.round((i * extent) / parts));
+    for (let w = 0; w < this.workers.length; w++) if (this.ready[w] || (this.ready[w] = Atomics.load(this.ctl, BOOTED + w) === 1)) workers.push(w);
+    const { size, chunks } = planChunks(extent, 1 + workers.length, grain ?? Math.ceil(extent / (1 + workers.length)));
+    this.chunks += chunks;
+    if (chunks <= 1 || workers.length === 0) {
+      this.callerChunks += chunks;
+      fn(bufs, 0, extent);
+      return;
+    }
     let posted: readonly (TypedArray | undefined)[] = bufs;
     if (used) {
       const only: (TypedArray | undefined)[] = new Array(bufs.length);
       for (const i of used) only[i] = bufs[i];
       posted = only;
     }
-    Atomics.store(this.ctl, 0, parts - 1);
-    Atomics.store(this.ctl, 1, 0);
-    for (let p = 0; p < parts - 1; p++) {
-      const w = workers[p]!;
+    // the previous launch's chunks are all done (its caller waited), so no thread touches these now
+    this.epoch = (this.epoch + 1) & ((1 << (32 - IDX_BITS)) - 1);
+    const m: ChunkMsg = { epoch: this.epoch, chunks, size, extent };
+    Atomics.store(this.ctl, DONE, 0);
+    Atomics.store(this.ctl, FAILS, 0);
+    Atomics.store(this.ctl, NEXT, this.epoch << IDX_BITS);
+    for (const w of workers) {
       const first = !this.sent[w]!.has(id);
       this.sent[w]!.add(id);
-      this.workers[w]!.postMessage({ id, src: first ? source : undefined, bufs: posted, lo: bounds[p + 1], hi: bounds[p + 2] });
+      this.workers[w]!.postMessage({ id, src: first ? source : undefined, bufs: posted, ...m });
     }
-    fn(bufs, bounds[0]!, bounds[1]!);
-    for (let v = Atomics.load(this.ctl, 0); v !== 0; v = Atomics.load(this.ctl, 0)) Atomics.wait(this.ctl, 0, v, 1000);
-    if (Atomics.load(this.ctl, 1) !== 0) {
-      // rerun on this thread so the real error surfaces with its message
-      for (let w = 0; w < parts - 1; w++) fn(bufs, bounds[w + 1]!, bounds[w + 2]!);
+    this.callerChunks += claimChunks(this.ctl, m, () => fn, (f, lo, hi) => f(bufs, lo, hi));
+    for (let v = Atomics.load(this.ctl, DONE); v !== chunks; v = Atomics.load(this.ctl, DONE)) Atomics.wait(this.ctl, DONE, v, 1000);
+    // rerun failed chunks on this thread so the real error surfaces with its message
+    const failed = Atomics.load(this.ctl, FAILS);
+    for (let i = 0; i < failed; i++) {
+      const c = Atomics.load(this.ctl, FAILED + i);
+      fn(bufs, c * size, Math.min(extent, (c + 1) * size));
     }
   }
 }

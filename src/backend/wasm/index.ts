@@ -8,7 +8,7 @@ import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
 import type { DType, TypedArray } from '../../core/dtype.js';
 import { JsBackend, JsBuffer } from '../js/index.js';
-import { threadCount } from '../js/threads.js';
+import { chunkGrain, threadCount } from '../js/threads.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { Heap, type HeapStats } from './heap.js';
 import { describeKernel, renderModule, type RenderedKernel } from './render.js';
@@ -37,6 +37,8 @@ interface WasmKernel extends PreparedKernel {
   readonly kernel: LoopKernel;
   readonly extent: number;
   readonly parallel: boolean;
+  /** least units of the split loop per chunk threads claim (chunkGrain; per launch when dynamic) */
+  readonly grain: number;
   compiled: CompiledFn | null;
   /** the kernel's own scratch (a matmul accumulator), allocated on first launch */
   aux: number;
@@ -138,7 +140,7 @@ export class WasmBackend implements Backend {
     if (!k) {
       const work = kernelWork(spec.kernel);
       const extent = kernelExtent(spec.kernel);
-      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, compiled: this.compiledKernels.get(key) ?? this.fromCodeCache(key, spec.kernel), aux: 0, dyn: spec.kernel.sizes ? new DynamicLaunch(spec.kernel, spec.kernel.sizes) : null };
+      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, grain: chunkGrain(spec.kernel, extent, work, true), compiled: this.compiledKernels.get(key) ?? this.fromCodeCache(key, spec.kernel), aux: 0, dyn: spec.kernel.sizes ? new DynamicLaunch(spec.kernel, spec.kernel.sizes) : null };
       if (k.compiled) counters.kernelHits++;
       else this.pending.push(k);
       this.prepared.set(key, k);
@@ -203,16 +205,16 @@ export class WasmBackend implements Backend {
     const addrs = c.r.bufs.map((b) => this.heap.adopt(a.buffers[b] as JsBuffer));
     if (c.r.scratchBytes) this.ensureScratch(c.r.scratchBytes);
     if (c.r.auxBytes && !k.aux) k.aux = this.heap.alloc(c.r.auxBytes);
-    let { extent, parallel } = k;
+    let { extent, parallel, grain } = k;
     if (k.dyn) {
       const at = k.dyn.at(a.buffers);
-      (extent = at.extent), (parallel = extent > 1 && at.work >= PARALLEL_WORK);
+      (extent = at.extent), (parallel = extent > 1 && at.work >= PARALLEL_WORK), (grain = chunkGrain(k.kernel, at.extent, at.work));
       if (c.r.auxSym) k.aux = k.dyn.auxAt(this.heap, c.r.auxSym, at.values);
     }
     const scratch0 = this.scratch.addr[0] ?? 0;
     if (a.range) return c.fn(...addrs, a.range[0], a.range[1], scratch0, k.aux);
     if (this.pool && parallel) {
-      this.pool.run(c.moduleId, c.module, c.r.name, addrs, extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux));
+      this.pool.run(c.moduleId, c.module, c.r.name, addrs, extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux), grain);
     } else c.fn(...addrs, 0, extent, scratch0, k.aux);
   }
 

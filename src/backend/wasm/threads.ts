@@ -1,11 +1,13 @@
 // A pool of threads running wasm kernels over the shared heap: each worker instantiates a
-// program's module against the same WebAssembly.Memory and runs [lo, hi) ranges of a
-// kernel's split loop; the calling thread runs the first range and waits on an Atomics
-// counter (as ../js/threads.ts). Node: worker_threads; browsers: Web Workers (module workers
+// program's module against the same WebAssembly.Memory and runs [lo, hi) chunks of a
+// kernel's split loop, claimed from a shared Atomics counter by every thread, the caller
+// included, which then waits until all are done (as ../js/threads.ts, whose claimChunks and
+// planChunks both pools share: a descheduled thread's share goes to the threads that run). Node: worker_threads; browsers: Web Workers (module workers
 // need cross-origin isolation for shared memory, without which the heap is not shared and
 // no pool is made).
 
 import { mathImportsSource } from './imports.js';
+import { claimChunks, CTL_SLOTS, planChunks, type ChunkMsg } from '../js/threads.js';
 
 interface WorkerLike {
   postMessage(m: unknown): void;
@@ -16,30 +18,36 @@ type NodeWorkers = { Worker: new (src: string, o: { eval: boolean; workerData: u
 
 function workerBody(): string {
   return `
+const __name = (f) => f;
 const math = ${mathImportsSource()};
+const claimChunks = ${claimChunks.toString()};
 let memory = null, ctl = null;
-const instances = new Map();
+const modules = new Map(), instances = new Map();
+function instance(m) {
+  let inst = instances.get(m.id);
+  if (!inst) { inst = new WebAssembly.Instance(modules.get(m.id), { env: { memory }, math }); instances.set(m.id, inst); }
+  return inst.exports[m.fn];
+}
 function handle(m) {
   if (m.init) { memory = m.init.memory; ctl = new Int32Array(m.init.ctl); return; }
-  try {
-    let inst = instances.get(m.id);
-    if (!inst) { inst = new WebAssembly.Instance(m.mod, { env: { memory }, math }); instances.set(m.id, inst); }
-    inst.exports[m.fn](...m.args, m.lo, m.hi, m.scratch, m.aux);
-  } catch (e) {
-    Atomics.store(ctl, 1, 1);
-  }
-  Atomics.sub(ctl, 0, 1);
-  Atomics.notify(ctl, 0);
+  // kept even when this message comes too late to claim a chunk: later ones do not carry it
+  if (m.mod && !modules.has(m.id)) modules.set(m.id, m.mod);
+  claimChunks(ctl, m, () => instance(m), (f, lo, hi) => f(...m.args, lo, hi, m.scratch, m.aux));
 }`;
 }
 
 export class WasmPool {
   private readonly workers: WorkerLike[] = [];
   private readonly sent: Set<number>[] = [];
-  private readonly ctl = new Int32Array(new SharedArrayBuffer(8));
+  /** the claim counter, done count and failed chunks (see claimChunks) */
+  private readonly ctl = new Int32Array(new SharedArrayBuffer(4 * CTL_SLOTS));
+  private epoch = 0;
   /** the main thread may block (Node); a browser's main thread must spin */
   private readonly canWait: boolean;
   launches = 0;
+  /** chunks run so far, and how many of them the calling thread ran */
+  chunks = 0;
+  callerChunks = 0;
 
   constructor(spawn: (body: string) => WorkerLike, readonly threads: number, memory: WebAssembly.Memory, canWait: boolean) {
     this.canWait = canWait;
@@ -53,27 +61,40 @@ export class WasmPool {
   }
 
   /**
-   * Runs `fn` of module `id` over [0, extent) split in one range per thread; `scratch[t]` is
-   * thread t's scratch address. `local` runs a range on this thread (and reruns failed ones,
-   * so a worker's error surfaces here with its message).
+   * Runs `fn` of module `id` over [0, extent) in chunks the threads claim (planChunks; `grain`:
+   * the least units per chunk, see chunkGrain); `scratch[t]` is thread t's scratch address
+   * (a thread's chunks run one after another, so one region per thread still suffices).
+   * `local` runs a chunk on this thread (and reruns failed ones, so a worker's error surfaces
+   * here with its message).
    */
-  run(id: number, mod: WebAssembly.Module, fn: string, args: readonly number[], extent: number, scratch: readonly number[], aux: number, local: (lo: number, hi: number, scratch: number) => void): void {
+  run(id: number, mod: WebAssembly.Module, fn: string, args: readonly number[], extent: number, scratch: readonly number[], aux: number, local: (lo: number, hi: number, scratch: number) => void, grain?: number): void {
     this.launches++;
-    const parts = Math.min(this.threads, extent);
-    const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.round((i * extent) / parts));
-    Atomics.store(this.ctl, 0, parts - 1);
+    const { size, chunks } = planChunks(extent, this.threads, grain ?? Math.ceil(extent / this.threads));
+    this.chunks += chunks;
+    if (chunks <= 1) {
+      this.callerChunks += chunks;
+      local(0, extent, scratch[0]!);
+      return;
+    }
+    // the previous launch's chunks are all done (its caller waited), so no thread touches these now
+    this.epoch = (this.epoch + 1) & 0xfffff;
+    const m: ChunkMsg = { epoch: this.epoch, chunks, size, extent };
     Atomics.store(this.ctl, 1, 0);
-    for (let w = 0; w < parts - 1; w++) {
+    Atomics.store(this.ctl, 2, 0);
+    Atomics.store(this.ctl, 0, this.epoch << 12);
+    for (let w = 0; w < this.workers.length; w++) {
       const first = !this.sent[w]!.has(id);
       this.sent[w]!.add(id);
-      this.workers[w]!.postMessage({ id, mod: first ? mod : undefined, fn, args, lo: bounds[w + 1], hi: bounds[w + 2], scratch: scratch[w + 1], aux });
+      this.workers[w]!.postMessage({ id, mod: first ? mod : undefined, fn, args, scratch: scratch[w + 1], aux, ...m });
     }
-    local(bounds[0]!, bounds[1]!, scratch[0]!);
-    for (let v = Atomics.load(this.ctl, 0); v !== 0; v = Atomics.load(this.ctl, 0)) {
-      if (this.canWait) Atomics.wait(this.ctl, 0, v, 1000);
+    this.callerChunks += claimChunks(this.ctl, m, () => local, (f, lo, hi) => f(lo, hi, scratch[0]!));
+    for (let v = Atomics.load(this.ctl, 1); v !== chunks; v = Atomics.load(this.ctl, 1)) {
+      if (this.canWait) Atomics.wait(this.ctl, 1, v, 1000);
     }
-    if (Atomics.load(this.ctl, 1) !== 0) {
-      for (let w = 0; w < parts - 1; w++) local(bounds[w + 1]!, bounds[w + 2]!, scratch[0]!);
+    const failed = Atomics.load(this.ctl, 2);
+    for (let i = 0; i < failed; i++) {
+      const c = Atomics.load(this.ctl, 4 + i);
+      local(c * size, Math.min(extent, (c + 1) * size), scratch[0]!);
     }
   }
 }
