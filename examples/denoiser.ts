@@ -4,7 +4,7 @@
 // Reports PSNR before (noisy vs clean) and after (denoised vs clean) on held-out images,
 // and writes before/after PNGs.
 //
-//   npx tsx examples/denoiser.ts [--steps N] [--compile] [--backend js|eager|native] [--out DIR] [--rgb]
+//   npx tsx examples/denoiser.ts [--steps N] [--compile] [--backend js|wasm|native|auto|eager] [--out DIR] [--rgb]
 
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as kiln from 'kiln';
 import { Args } from './lib/args.js';
+import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
 import { psnr } from './lib/metrics.js';
 import { imageGrid, writePng } from './lib/png.js';
 import { Rng } from './lib/rng.js';
@@ -143,8 +144,8 @@ export interface TrainDenoiserOptions {
   /** seed of the model's weights and of the training noise (kiln.manualSeed) */
   seed?: number;
   compile?: boolean;
-  /** kiln.compile's backend option: 'js', 'eager', or 'native' (after importing 'kiln/node') */
-  backend?: 'js' | 'eager' | 'native';
+  /** kiln.compile's backend option (native and auto after importing 'kiln/node') */
+  backend?: ExampleBackend;
   fullgraph?: boolean;
   /** evaluate held-out PSNR every this many steps; 0 = only at the end */
   evalEvery?: number;
@@ -317,8 +318,8 @@ const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(d
 
 async function main(): Promise<void> {
   const args = new Args();
-  const backend = args.choice('backend', ['js', 'eager', 'native'] as const);
-  if (backend === 'native') await import('kiln/node'); // registers the native (C) backend
+  const backend = args.choice('backend', EXAMPLE_BACKENDS);
+  await loadBackend(backend);
   const compile = args.has('compile') || backend !== undefined;
   const steps = args.int('steps') ?? 300;
   const channels = args.has('rgb') ? 3 : 1;

@@ -15,7 +15,7 @@
 // training log: it sees bias_i but not the user-item affinity, which the model's pairwise
 // dot products can learn. The true logits give the oracle AUC, the ceiling of any model.
 //
-//   npx tsx examples/recommender.ts [--config small|w6] [--steps N] [--compile] [--backend js|eager|native]
+//   npx tsx examples/recommender.ts [--config small|w6] [--steps N] [--compile] [--backend js|wasm|native|auto|eager]
 //
 // `--config w6` uses the shapes of the W6 benchmark (bench/workloads/w6.ts): 26 tables of
 // 10,000 rows x 16 dims, bottom MLP 13->512->256->16, top MLP 367->512->256->1, batch 512.
@@ -24,6 +24,7 @@ import { pathToFileURL } from 'node:url';
 import * as kiln from 'kiln';
 import { upperTriangleIndex, W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_ROWS, W6_TABLES, W6_TOP } from '../bench/workloads/w6.js';
 import { Args } from './lib/args.js';
+import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
 import { auc } from './lib/metrics.js';
 import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
@@ -325,8 +326,8 @@ export interface TrainRecommenderOptions {
   seed?: number;
   /** compile the training step with kiln.compile */
   compile?: boolean;
-  /** kiln.compile's backend option: 'js', 'eager', or 'native' (after importing 'kiln/node') */
-  backend?: 'js' | 'eager' | 'native';
+  /** kiln.compile's backend option (native and auto after importing 'kiln/node') */
+  backend?: ExampleBackend;
   /** kiln.compile's fullgraph option (throw at a graph break) */
   fullgraph?: boolean;
   /** evaluate every this many steps (default: the config's); 0 = only at the end */
@@ -487,8 +488,8 @@ const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(d
 async function main(): Promise<void> {
   const args = new Args();
   const configName = args.choice('config', Object.keys(CONFIGS) as ConfigName[]) ?? 'small';
-  const backend = args.choice('backend', ['js', 'eager', 'native'] as const);
-  if (backend === 'native') await import('kiln/node'); // registers the native (C) backend
+  const backend = args.choice('backend', EXAMPLE_BACKENDS);
+  await loadBackend(backend);
   const compile = args.has('compile') || backend !== undefined;
   const cfg = CONFIGS[configName];
   const steps = args.int('steps') ?? cfg.steps;
