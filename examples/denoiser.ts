@@ -325,7 +325,7 @@ async function main(): Promise<void> {
   const channels = args.has('rgb') ? 3 : 1;
   const outDir = args.string('out') ?? join(tmpdir(), 'kiln-denoiser');
   const sigma = 0.15;
-  console.log(`denoiser: 32x32 ${channels === 1 ? 'grayscale' : 'RGB'} images, Gaussian noise sigma ${sigma}, ${steps} Adam steps, ${compile ? `compiled training step (backend ${backend ?? 'auto'})` : 'eager'}`);
+  console.log(`denoiser: 32x32 ${channels === 1 ? 'grayscale' : 'RGB'} images, Gaussian noise sigma ${sigma}, ${steps} Adam steps, ${compile ? `compiled training step (backend ${backend ?? 'js'})` : 'eager'}`);
   const t0 = performance.now();
   const r = trainDenoiser({ steps, channels, sigma, compile, backend, print: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
@@ -339,7 +339,7 @@ async function main(): Promise<void> {
   const files = writeDenoiserPngs(r.test, outDir);
   console.log(`wrote ${files.join(', ')}`);
   console.log(
-    `result: ${compile ? `compiled (backend ${backend ?? 'auto'})` : 'eager'}, ${r.steps} steps in ${secs.toFixed(1)} s: held-out PSNR ${r.psnrNoisy.toFixed(2)} dB noisy -> ${r.psnrDenoised.toFixed(2)} dB denoised ` +
+    `result: ${compile ? `compiled (backend ${backend ?? 'js'})` : 'eager'}, ${r.steps} steps in ${secs.toFixed(1)} s: held-out PSNR ${r.psnrNoisy.toFixed(2)} dB noisy -> ${r.psnrDenoised.toFixed(2)} dB denoised ` +
       `(${signed(r.psnrDenoised - r.psnrNoisy, 2)} dB), ${r.stepsPerSec.toFixed(2)} steps/s after ${WARMUP} warm-up steps (${r.warmupSeconds.toFixed(2)} s)`,
   );
 }

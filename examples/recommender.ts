@@ -500,7 +500,7 @@ async function main(): Promise<void> {
     `click log (${cfg.name}): ${log.train.items.length} train / ${log.test.items.length} test impressions, CTR ${(log.ctr * 100).toFixed(1)}%, ` +
       `${cfg.tables} tables x ${cfg.rows} rows x ${cfg.embDim}, batch ${cfg.batch}  (built in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
-  console.log(`training ${steps} Adam steps, ${compile ? `compiled training step (backend ${backend ?? 'auto'})` : 'eager'}`);
+  console.log(`training ${steps} Adam steps, ${compile ? `compiled training step (backend ${backend ?? 'js'})` : 'eager'}`);
   t0 = performance.now();
   const r = trainRecommender({ config: cfg, steps, log, compile, backend, print: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
@@ -512,7 +512,7 @@ async function main(): Promise<void> {
     console.log(`compiler: ${s.compiles} compiles, ${s.recompiles.length} recompiles, ${s.graphBreaks.length} graph breaks, ${s.cacheHits} replays, ${s.eagerFallbacks} eager fallbacks, ${s.fusionFallbacks} fusion fallbacks`);
   }
   console.log(
-    `result: config ${cfg.name}, ${compile ? `compiled (backend ${backend ?? 'auto'})` : 'eager'}, ${r.steps} steps in ${secs.toFixed(1)} s: test AUC ${r.auc.toFixed(4)} vs popularity baseline ${r.baselineAuc.toFixed(4)} ` +
+    `result: config ${cfg.name}, ${compile ? `compiled (backend ${backend ?? 'js'})` : 'eager'}, ${r.steps} steps in ${secs.toFixed(1)} s: test AUC ${r.auc.toFixed(4)} vs popularity baseline ${r.baselineAuc.toFixed(4)} ` +
       `(${signed(r.auc - r.baselineAuc, 4)}; oracle ${r.oracleAuc.toFixed(4)}), ${r.stepsPerSec.toFixed(2)} steps/s after ${WARMUP} warm-up steps (${r.warmupSeconds.toFixed(2)} s)`,
   );
   log.dispose();
