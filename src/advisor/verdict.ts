@@ -61,7 +61,10 @@ export function breakEven(i: BreakEvenInput): BreakEven {
  * processes; clamped at 0, so timing noise never makes the cache look harmful).
  */
 export function withWarmCache(be: BreakEven, savedMs: number): BreakEven {
-  const compiled = be.compiledWarmupMs - Math.max(0, savedMs);
+  // the restarts are measured in fresh processes with an empty cache folder, the in-process
+  // warm-up may already have found compiled libraries on disk (native): a warm cache can remove
+  // at most the whole extra warm-up measured here, never make the warm-up cheaper than eager's
+  const compiled = be.compiledWarmupMs - Math.min(Math.max(0, savedMs), Math.max(0, be.extraWarmupMs));
   const extra = compiled - be.eagerWarmupMs;
   const s = be.perCallSavingMs;
   const calls = s > 0 && Number.isFinite(s) ? be.warmupCalls + Math.max(0, Math.ceil(extra / s)) : null;

@@ -8,6 +8,7 @@ import type { JsBuffer } from '../js/index.js';
 import { splitsBatch, type KernelSizes, type LoopKernel } from '../../compiler/loop-ir.js';
 import { symAdd, symConst, symEval, symMul, type Sym } from '../../compiler/symbolic.js';
 import type { Heap } from './heap.js';
+import { chunkGrain } from '../js/threads.js';
 
 const S = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
 const prod = (xs: readonly Sym[]): Sym => xs.reduce((a, b) => symMul(a, b), symConst(1));
@@ -34,22 +35,28 @@ export class DynamicLaunch {
   private readonly extent: Sym;
   private readonly work: Sym;
   private key = '';
-  private last = { extent: 0, work: 0, values: [] as number[] };
+  private last = { extent: 0, work: 0, grain: 1, values: [] as number[] };
+  /** a matmul's m and n (the chunk grain follows the column split, decided in the kernel from them) */
+  private readonly mn: [Sym, Sym] | null;
   /** the aux accumulator (grown to the largest size seen) */
   private aux = { addr: 0, bytes: 0 };
 
-  constructor(kernel: LoopKernel, readonly sizes: KernelSizes) {
+  constructor(private readonly kernel: LoopKernel, readonly sizes: KernelSizes) {
     [this.extent, this.work] = extentWork(kernel);
+    this.mn = kernel.kind === 'matmul' ? [S(kernel.m, kernel.mSym), S(kernel.n, kernel.nSym)] : null;
   }
 
-  /** Extent and work at the sizes in the launch's sizes buffer. */
-  at(buffers: readonly BackendBuffer[]): { extent: number; work: number; values: number[] } {
+  /** Extent, work and chunk grain (chunkGrain, as the static launch) at the sizes in the launch's sizes buffer. */
+  at(buffers: readonly BackendBuffer[]): { extent: number; work: number; grain: number; values: number[] } {
     const data = (buffers[this.sizes.buf] as JsBuffer).data;
     let key = '';
     for (let i = 0; i < this.sizes.count; i++) key += `${data[i]},`;
     if (key !== this.key) {
       const values = Array.from({ length: this.sizes.count }, (_, i) => data[i]!);
-      this.last = { extent: symEval(this.extent, values), work: symEval(this.work, values), values };
+      const extent = symEval(this.extent, values), work = symEval(this.work, values);
+      // chunkGrain reads a matmul's m and n: give it their values at these sizes
+      const k = this.mn && this.kernel.kind === 'matmul' ? { ...this.kernel, m: symEval(this.mn[0], values), n: symEval(this.mn[1], values) } : this.kernel;
+      this.last = { extent, work, grain: chunkGrain(k, extent, work, true), values };
       this.key = key;
     }
     return this.last;

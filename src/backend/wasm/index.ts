@@ -208,7 +208,7 @@ export class WasmBackend implements Backend {
     let { extent, parallel, grain } = k;
     if (k.dyn) {
       const at = k.dyn.at(a.buffers);
-      (extent = at.extent), (parallel = extent > 1 && at.work >= PARALLEL_WORK), (grain = chunkGrain(k.kernel, at.extent, at.work));
+      (extent = at.extent), (parallel = extent > 1 && at.work >= PARALLEL_WORK), (grain = at.grain);
       if (c.r.auxSym) k.aux = k.dyn.auxAt(this.heap, c.r.auxSym, at.values);
     }
     const scratch0 = this.scratch.addr[0] ?? 0;

@@ -268,22 +268,48 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
   /**
    * Few rows and many columns (an MLP layer at batch 128, a decoder's projections): threads
    * split the columns, not the rows, so each packs only its share of B (packing B is the
-   * bigger cost there, and a row split made every thread pack all of it). Static sizes only.
+   * bigger cost there, and a row split made every thread pack all of it). A dynamic m or n:
+   * the kernel makes the same test at run time (`splitRt`), and the launch sizes its chunks
+   * for it (dynamic.ts), so a dynamic kernel splits as the static one at every size.
    */
-  const splitN = !splitBatch && !g.sizes && k.k > 0 && k.m <= 512 && k.m < k.n && Math.ceil(k.n / NR) >= 8;
+  const splitRt = !splitBatch && k.k > 0 && !!g.sizes && !!(k.mSym || k.nSym);
+  const splitN = splitRt || (!splitBatch && k.k > 0 && k.m <= 512 && k.m < k.n && Math.ceil(k.n / NR) >= 8);
   const jLo = splitN ? L() : -1, jHi = splitN ? L() : -1;
   const min = (a: () => void, b: () => void) => { a(); b(); a(); b(); fb.op(Op.i32LtS, Op.select); };
   let epiVec = false;
   batchLoop(0, () => {
     if (splitBatch) fb.i32(0).set(r0), N(k.m, k.mSym).set(rows);
     else if (splitN) {
+      const m = () => N(k.m, k.mSym), n = () => N(k.n, k.nSym);
+      if (splitRt) {
+        // the static test at these sizes: 0 < m <= 512, m < n, ceil(n / NR) >= 8
+        m().i32(0).op(Op.i32GtS);
+        m().i32(512).op(Op.i32LeS, Op.i32And);
+        m();
+        n().op(Op.i32LtS, Op.i32And);
+        n().i32(7 * NR).op(Op.i32GtS, Op.i32And).if();
+      }
       // [lo, hi) of the m rows stands for the same fraction of the column panels: all rows,
       // columns [jLo, jHi) (any partition of [0, m) maps to a partition of [0, n))
-      fb.i32(0).set(r0).i32(k.m).set(rows);
-      const P = Math.ceil(k.n / NR);
-      fb.get(p.lo).i32(P).op(Op.i32Mul).i32(k.m).op(I32_DIV_U).i32(NR).op(Op.i32Mul).set(jLo);
-      min(() => fb.i32(k.n), () => fb.get(p.hi).i32(P).op(Op.i32Mul).i32(k.m).op(I32_DIV_U).i32(NR).op(Op.i32Mul));
+      fb.i32(0).set(r0);
+      m().set(rows);
+      const P = () => (k.nSym && g.sizes ? n().i32(NR - 1).op(Op.i32Add).i32(NR).op(I32_DIV_U) : fb.i32(Math.ceil(k.n / NR)));
+      fb.get(p.lo);
+      P().op(Op.i32Mul);
+      m().op(I32_DIV_U).i32(NR).op(Op.i32Mul).set(jLo);
+      min(n, () => {
+        fb.get(p.hi);
+        P().op(Op.i32Mul);
+        m().op(I32_DIV_U).i32(NR).op(Op.i32Mul);
+      });
       fb.set(jHi);
+      if (splitRt) {
+        // rows [lo, hi), every column
+        fb.else().get(p.lo).set(r0).get(p.hi).get(p.lo).op(Op.i32Sub).set(rows);
+        fb.i32(0).set(jLo);
+        n().set(jHi);
+        fb.end();
+      }
     } else fb.get(p.lo).set(r0).get(p.hi).get(p.lo).op(Op.i32Sub).set(rows);
     const cAddr = (i: () => void, j: () => void) => g.address(rawBuf, k.dtype, () => elem(rawAt, new Map([[iVar, i], [jVar, j]])));
     if (k.k === 0) {
@@ -459,6 +485,6 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
   });
   const one = (x: number, sym?: Sym) => (sym ? symToString(sym) : String(x));
   const [m, n, kk] = [one(k.m, k.mSym), one(k.n, k.nSym), one(k.k, k.kSym)];
-  notes.push(`${k.name}: matmul ${k.batch.length ? `[${k.batch.map((b, i) => one(b, k.batchSym?.[i] ?? undefined)).join(', ')}] x ` : ''}${m}x${kk} @ ${kk}x${n} ${k.dtype}, ${MR}x${NR} ${f32 ? 'f32x4' : 'f64x2'} micro-kernel, blocks kc=${KC} mc=${MC} nc=${NC}${k.tiles ? ' (autotuned)' : ''}${hasEpi ? `, epilogue ${epiVec ? 'f32x4' : 'scalar'}` : ''}${raw ? '' : ', scratch accumulator'}${splitN ? ', threads split columns' : ''}`);
+  notes.push(`${k.name}: matmul ${k.batch.length ? `[${k.batch.map((b, i) => one(b, k.batchSym?.[i] ?? undefined)).join(', ')}] x ` : ''}${m}x${kk} @ ${kk}x${n} ${k.dtype}, ${MR}x${NR} ${f32 ? 'f32x4' : 'f64x2'} micro-kernel, blocks kc=${KC} mc=${MC} nc=${NC}${k.tiles ? ' (autotuned)' : ''}${hasEpi ? `, epilogue ${epiVec ? 'f32x4' : 'scalar'}` : ''}${raw ? '' : ', scratch accumulator'}${splitRt ? ', threads split columns when 0 < m <= 512, m < n' : splitN ? ', threads split columns' : ''}`);
   return info;
 }
