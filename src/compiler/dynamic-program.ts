@@ -7,9 +7,6 @@
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend/backend.js';
 import type { TypedArray, DType } from '../core/dtype.js';
-import { defaultGenerator } from '../core/random.js';
-import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
-import { runtime } from '../ops/dispatch.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 import { compileKernel, type LoopFn } from '../backend/js/render-loop.js';
@@ -17,7 +14,7 @@ import { getThreadPool, isShared } from '../backend/js/threads.js';
 import type { JsBuffer } from '../backend/js/index.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, specializeKernel, type LoopKernel } from './loop-ir.js';
 import type { BufferView, Lowered, Step } from './lower.js';
-import { FusedProgram, planMemory, usedBuffers, type MemoryPlan } from './fused-program.js';
+import { FusedProgram, planMemory, runOpaque, usedBuffers, type MemoryPlan } from './fused-program.js';
 import { specializeTree, type Iota } from './dynamic-unify.js';
 import { symEval, type Sym } from './symbolic.js';
 import { log } from './logs.js';
@@ -283,27 +280,5 @@ export class DynamicProgram {
   }
 }
 
-function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {
-  const wrap = (v: BufferView) => new Tensor(new Storage(backend, bufs[v.buf]!, false), v.shape, v.strides, v.offset, v.dtype, true);
-  const ins = s.inputs.map(wrap);
-  const out = wrap(s.out);
-  const grad = isGradEnabled();
-  const tracer = runtime.tracer;
-  runtime.tracer = null;
-  setGradEnabled(false);
-  try {
-    let attrs = s.node.attrs;
-    if (s.node.op === 'random') {
-      const a = attrs as { shape: number[] };
-      attrs = { ...(attrs as object), ...defaultGenerator.reserve(a.shape.reduce((x, y) => x * y, 1)) };
-    }
-    s.node.prim!.run!(ins, out, attrs);
-  } finally {
-    setGradEnabled(grad);
-    runtime.tracer = tracer;
-    ins.forEach((t) => t.dispose());
-    out.dispose();
-  }
-}
 
 export type { DType };

@@ -323,7 +323,8 @@ export class OutputPool {
   }
 }
 
-function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {
+/** Runs an opaque step (gather, im2col, random, ...) with its eager kernel on planned buffers. */
+export function runOpaque(s: Extract<Step, { kind: 'opaque' }>, bufs: BackendBuffer[], backend: Backend): void {
   const wrap = (v: BufferView) => new Tensor(new Storage(backend, bufs[v.buf]!, false), v.shape, v.strides, v.offset, v.dtype, true);
   const ins = s.inputs.map(wrap);
   const out = wrap(s.out);
