@@ -74,10 +74,10 @@ test('the compiled training step (fullgraph) follows the eager loss curve within
   const e = build(), c = build();
   const compiled = kiln.compile(c.step, { fullgraph: true });
   kiln.manualSeed(9);
-  const batches = Array.from({ length: 10 }, () => kiln.keep(kiln.randint(0, d.xTrain.shape[0]!, [16])));
+  const batches = Array.from({ length: 50 }, () => kiln.keep(kiln.randint(0, d.xTrain.shape[0]!, [16])));
   const run = (step: (x: kiln.Tensor, y: kiln.Tensor) => kiln.Tensor, opt: kiln.optim.AdamW) =>
     batches.map((idx, i) => kiln.scope(() => {
-      opt.paramGroups[0]!.lr = 1e-2 * (1 - i / 20); // a schedule: lr lives in a tensor, no retrace
+      opt.paramGroups[0]!.lr = 1e-2 * (1 - i / 100); // a schedule: lr lives in a tensor, no retrace
       return step(d.xTrain.indexSelect(0, idx), d.yTrain.indexSelect(0, idx)).item();
     }));
   const le = run(e.step, e.opt), lc = run(compiled, c.opt);

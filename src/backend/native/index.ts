@@ -152,7 +152,10 @@ export class NativeBackend implements Backend {
     const imp = importedKernels.get(spec.kernel);
     if (imp) {
       const k = this.bindImported(spec, imp);
-      if (k) return k;
+      if (k) {
+        if (k.viaArray) counters.pointerArrays++;
+        return k;
+      }
     }
     const r = renderKernelC(spec.kernel, FN);
     // koffi binds at most 64 parameters: a kernel with more buffers takes them as one array
