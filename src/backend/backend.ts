@@ -52,4 +52,11 @@ export interface Backend {
    * a dynamic program per concrete size for this backend (one compile per size).
    */
   readonly symbolicKernels?: boolean;
+  /**
+   * false for a backend that reads only asynchronously (WebGPU): the compiler then folds
+   * constants on the host and reports a value read inside a compiled function as an
+   * asynchronous graph break, raised as `syncReadError(...)` (default: a SyncReadError).
+   */
+  readonly syncReads?: boolean;
+  syncReadError?(message: string, op: string, hint: string): Error;
 }

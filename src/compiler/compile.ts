@@ -16,8 +16,7 @@ import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from '.
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
-import { ArgumentError, KilnError } from '../core/errors.js';
-import { WebGpuSyncReadError } from '../backend/webgpu/errors.js';
+import { ArgumentError, KilnError, SyncReadError } from '../core/errors.js';
 import type { Backend } from '../backend/backend.js';
 import { log, warnOnce } from './logs.js';
 import { counters } from './stats.js';
@@ -304,7 +303,7 @@ export class CompiledFunction {
       result = this.fn(...proxied);
       if (result instanceof Promise) {
         result.catch(() => undefined); // its own failure (e.g. an asynchronous read) is superseded by this error
-        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code; await outside the compiled function${(runtime.backend as { syncReads?: boolean }).syncReads === false ? ` (on ${runtime.backend.name}, \`await t.data()\` is an asynchronous graph break: ${ASYNC_READ_HINT})` : ''}`);
+        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code; await outside the compiled function${runtime.backend.syncReads === false ? ` (on ${runtime.backend.name}, \`await t.data()\` is an asynchronous graph break: ${ASYNC_READ_HINT})` : ''}`);
       }
       // the last segment: outputs are the result, new grads, and tensors that escaped (kept)
       const resultIds = collectProxies(result, tracer);
@@ -375,7 +374,7 @@ export class CompiledFunction {
     const location = userLocation();
     // a backend that reads only asynchronously (webgpu): the break would need `await`, which a
     // synchronous trace cannot do, so it is reported and raised as the backend's typed error
-    const asyncRead = req.tensor !== undefined && (runtime.backend as { syncReads?: boolean }).syncReads === false;
+    const asyncRead = req.tensor !== undefined && runtime.backend.syncReads === false;
     const reason = asyncRead ? `${req.reason}; on ${runtime.backend.name} reading a tensor is asynchronous (await t.data()), so this read is a graph break the compiled function cannot wait for` : req.reason;
     const hint = asyncRead ? ASYNC_READ_HINT : breakHint(req.reason);
     if (this.opts.fullgraph && !asyncRead) throw new GraphBreakError(`graph break in ${this.name}: ${reason}`, hint, location);
@@ -386,7 +385,8 @@ export class CompiledFunction {
     }
     if (asyncRead) {
       this.report = report; // explain() shows the break it stopped at
-      throw new WebGpuSyncReadError(`graph break in ${this.name} at ${location}: ${reason}`, 'compile', hint);
+      const message = `graph break in ${this.name} at ${location}: ${reason}`;
+      throw runtime.backend.syncReadError?.(message, 'compile', hint) ?? new SyncReadError(message, 'compile', hint);
     }
     const graph = tracer.graph;
     graph.outputs = tracer.liveNodes();

@@ -79,7 +79,7 @@ let hostBackend: Backend | null = null;
  * needs the device; captured tensors are input nodes and never fold.
  */
 function foldBackend(): Backend {
-  if ((runtime.backend as { syncReads?: boolean }).syncReads !== false) return runtime.backend;
+  if (runtime.backend.syncReads !== false) return runtime.backend;
   return (hostBackend ??= new JsBackend());
 }
 

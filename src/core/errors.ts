@@ -34,6 +34,11 @@ export class DTypeError extends KilnError {
   override name = 'DTypeError';
 }
 
+/** A synchronous read of memory that a backend can only read asynchronously (a GPU). */
+export class SyncReadError extends KilnError {
+  override name = 'SyncReadError';
+}
+
 /** Wrong argument types or values from a (plain JavaScript) caller. */
 export class ArgumentError extends KilnError {
   override name = 'ArgumentError';

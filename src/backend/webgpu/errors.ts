@@ -2,7 +2,7 @@
 // later (out of memory, a shader that failed to compile, a lost device) is kept by the backend
 // and thrown by its next call (launch, write, alloc) or rejected by the next read, never dropped.
 
-import { DTypeError, KilnError } from '../../core/errors.js';
+import { DTypeError, KilnError, SyncReadError } from '../../core/errors.js';
 
 /** No WebGPU adapter or device here (no navigator.gpu, no `webgpu` package, no driver). */
 export class WebGpuUnavailableError extends KilnError {
@@ -10,7 +10,7 @@ export class WebGpuUnavailableError extends KilnError {
 }
 
 /** A synchronous read of GPU memory (dataSync, item, toArray, a graph break, a JS-side check). */
-export class WebGpuSyncReadError extends KilnError {
+export class WebGpuSyncReadError extends SyncReadError {
   override name = 'WebGpuSyncReadError';
 }
 

@@ -70,6 +70,9 @@ export class WebGpuBackend implements Backend {
    * on the host and to report a value read while tracing as an asynchronous graph break.
    */
   readonly syncReads = false;
+  syncReadError(message: string, op: string, hint: string): Error {
+    return new WebGpuSyncReadError(message, op, hint);
+  }
   private readonly pool: BufferPool;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private encoder: GPUCommandEncoder | null = null;
