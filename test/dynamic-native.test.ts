@@ -12,7 +12,7 @@ import { nativeStats, nativeUnavailableReason } from 'kiln/node';
 import { MlpBlock } from '../bench/workloads/w3.js';
 import { Decoder } from '../bench/workloads/w7.js';
 import { freeze } from '../bench/workloads/types.js';
-import { DynamicProgram } from '../src/compiler/dynamic-program.js';
+import { BATCHES, checkDynamicTrainingStep, dynamicPrograms, maxRelDiff } from './helpers/dynamic.js';
 
 process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');
 const unavailable = nativeUnavailableReason();
@@ -20,24 +20,8 @@ if (unavailable) console.log(`# dynamic native tests skipped: ${unavailable}`);
 const skip = unavailable ? `native backend unavailable: ${unavailable}` : false;
 
 const NATIVE = { backend: 'native' } as const;
-const BATCHES = [3, 5, 8, 2, 13, 7, 21, 4, 9, 30, 6, 17, 11, 64, 10, 12, 33, 15, 19, 40];
 
-function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
-  assert.deepEqual(a.shape, b.shape);
-  const x = a.dataSync(), y = b.dataSync();
-  let m = 0, scale = 1e-12;
-  for (let i = 0; i < x.length; i++) {
-    m = Math.max(m, Math.abs(x[i]! - y[i]!));
-    scale = Math.max(scale, Math.abs(y[i]!));
-  }
-  return m / scale;
-}
 
-/** The dynamic programs of a compiled function's entries. */
-function dynamicPrograms(c: unknown): DynamicProgram[] {
-  const entries = (c as { compiled: { compiledEntries: readonly { program: unknown }[] } }).compiled.compiledEntries;
-  return entries.flatMap((e) => (e.program instanceof DynamicProgram ? [e.program] : []));
-}
 
 /** C translation units compiled or loaded from the disk cache so far. */
 const units = () => nativeStats().compiles + nativeStats().diskHits;
@@ -101,37 +85,7 @@ test('native: GPT-style decoder (causal mask), sequence length dynamic, equal to
 });
 
 test('native: a training step with a dynamic batch matches eager, without per-size specialization', { skip }, () => {
-  const make = () => {
-    kiln.manualSeed(11);
-    const lin1 = new kiln.nn.Linear(6, 16), lin2 = new kiln.nn.Linear(16, 3);
-    const params = [...lin1.parameters(), ...lin2.parameters()];
-    const step = (x: kiln.Tensor, y: kiln.Tensor) => {
-      for (const p of params) { p.grad?.dispose(); p.grad = null; }
-      const loss = kiln.crossEntropy(lin2.call(lin1.call(x).relu()), y);
-      loss.backward();
-      kiln.noGrad(() => { for (const p of params) p.sub_(p.grad!.mul(0.1)); });
-      return loss;
-    };
-    return { params, step };
-  };
-  kiln.compiler.reset();
-  const e = make(), c = make();
-  const cstep = kiln.compile(c.step, NATIVE);
-  kiln.manualSeed(12);
-  for (const n of [4, 7, 10, 5, 9, 12, 33, 6]) {
-    kiln.scope(() => {
-      const x = kiln.randn([n, 6]);
-      const y = kiln.randint(0, 3, [n]);
-      const le = e.step(x, y).item();
-      const lc = (cstep(x, y) as kiln.Tensor).item();
-      assert.ok(Math.abs(le - lc) <= 1e-5 * Math.max(1, Math.abs(le)), `batch ${n}: ${le} vs ${lc}`);
-    });
-  }
-  e.params.forEach((p, i) => assert.ok(maxRelDiff(c.params[i]!, p) < 1e-5));
-  const s = kiln.stats();
-  assert.ok(s.compiles <= 2, `compiles ${s.compiles} (${s.dynamicFailures.map((f) => f.reason).join('; ')})`);
-  assert.equal(s.dynamicCompiles.length, 1);
-  const progs = dynamicPrograms(cstep);
+  const progs = dynamicPrograms(checkDynamicTrainingStep(NATIVE, [4, 7, 10, 5, 9, 12, 33, 6]));
   assert.equal(progs.length, 1);
   assert.equal(progs[0]!.specializations, 0);
 });

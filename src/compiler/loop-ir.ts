@@ -287,3 +287,51 @@ export function specializeKernel<K extends LoopKernel>(k: K, sizes: readonly num
   if (out.kind === 'group') for (const p of out.parts) delete (p as { sizes?: KernelSizes }).sizes;
   return out;
 }
+
+/** Every buffer's dtype in a kernel (from its loads and stores; a matmul's operands are its dtype). */
+export function bufferDTypes(k: LoopKernel): Map<number, DType> {
+  const out = new Map<number, DType>();
+  const visit = (e: LExpr) => {
+    if (e.k === 'load') out.set(e.buf, e.dtype);
+    else if (e.k === 'op') e.a.forEach(visit);
+    else if (e.k === 'cast') visit(e.a);
+  };
+  const stmts = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
+  if (k.kind === 'group') k.parts.forEach((p) => bufferDTypes(p).forEach((d, b) => out.set(b, d)));
+  else if (k.kind === 'pointwise') stmts(k.body);
+  else if (k.kind === 'row') {
+    for (const r of k.reductions) (stmts(r.body), visit(r.value));
+    stmts(k.outerBody), stmts(k.rowBody);
+  } else {
+    stmts(k.body);
+    if (!out.has(k.a.buf)) out.set(k.a.buf, k.dtype);
+    if (!out.has(k.b.buf)) out.set(k.b.buf, k.dtype);
+  }
+  for (const s of kernelStores(k)) (visit(s.value), out.set(s.buf, s.dtype));
+  return out;
+}
+
+/**
+ * Statements that read no loop variable (e.g. Adam's bias corrections from a 0-d step count):
+ * every renderer computes them once before the loops, not once per element.
+ */
+export function splitInvariant(body: readonly Stmt[]): { invariant: Stmt[]; variant: Stmt[] } {
+  const inv = new Set<number>();
+  const invariant: Stmt[] = [];
+  const variant: Stmt[] = [];
+  const isInv = (e: LExpr): boolean => {
+    switch (e.k) {
+      case 'load': return e.at.c.every((c) => c === 0);
+      case 'tmp': return inv.has(e.id);
+      case 'op': return e.a.every(isInv);
+      case 'cast': return isInv(e.a);
+      case 'const': return true;
+      default: return false;
+    }
+  };
+  for (const st of body) {
+    if (isInv(st.e)) (inv.add(st.id), invariant.push(st));
+    else variant.push(st);
+  }
+  return { invariant, variant };
+}

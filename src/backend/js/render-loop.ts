@@ -3,7 +3,7 @@
 // index multiplication in inner loops) and no per-element function calls.
 
 import type { Affine, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { kernelExtent, kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
+import { kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../compiler/loop-ir.js';
 export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
@@ -122,32 +122,6 @@ function accumulate(op: ReduceOp, a: string, v: string): string {
   }
 }
 
-/**
- * Statements that read no loop variable (e.g. Adam's bias corrections from a 0-d step count)
- * are computed once before the loops, not once per element.
- */
-function splitInvariant(body: readonly Stmt[]): { invariant: Stmt[]; variant: Stmt[] } {
-  const inv = new Set<number>();
-  const invariant: Stmt[] = [];
-  const variant: Stmt[] = [];
-  const isInv = (e: LExpr): boolean => {
-    switch (e.k) {
-      case 'load': return e.at.c.every((c) => c === 0);
-      case 'tmp': return inv.has(e.id);
-      case 'op': return e.a.every(isInv);
-      case 'cast': return isInv(e.a);
-      case 'const': return true;
-      default: return false;
-    }
-  };
-  for (const st of body) {
-    if (isInv(st.e)) {
-      inv.add(st.id);
-      invariant.push(st);
-    } else variant.push(st);
-  }
-  return { invariant, variant };
-}
 
 function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emitter, ranged = true): void {
   const vars = k.shape.map((_, d) => d);

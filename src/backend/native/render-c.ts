@@ -28,7 +28,7 @@
 import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { kernelExtent, kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
+import { bufferDTypes, kernelExtent, kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
 import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
 import { CSizes, extentWorkSym, symProd } from './sizes-c.js';
@@ -666,27 +666,6 @@ function renderReductionLoop(em: CEmitter, group: readonly Reduction[], innerVar
 
 // ---------------------------------------------------------------- matmul
 
-function bufferDTypes(k: LoopKernel): Map<number, DType> {
-  const out = new Map<number, DType>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.set(e.buf, e.dtype);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  const st = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
-  const sto = (l: readonly Store[]) => l.forEach((s) => (out.set(s.buf, s.dtype), visit(s.value)));
-  if (k.kind === 'group') k.parts.forEach((p) => bufferDTypes(p).forEach((d, b) => out.set(b, d)));
-  else if (k.kind === 'pointwise') (st(k.body), sto(k.stores));
-  else if (k.kind === 'row') {
-    for (const r of k.reductions) (st(r.body), visit(r.value));
-    st(k.outerBody), sto(k.outerStores), st(k.rowBody), sto(k.rowStores);
-  } else {
-    st(k.body), sto(k.stores);
-    if (!out.has(k.a.buf)) out.set(k.a.buf, k.dtype);
-    if (!out.has(k.b.buf)) out.set(k.b.buf, k.dtype);
-  }
-  return out;
-}
 
 function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map<string, string>, pre: string[]): void {
   const nb = k.batch.length;

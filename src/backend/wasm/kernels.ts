@@ -3,6 +3,7 @@
 // outer loop), then the thread's scratch and the kernel's aux addresses.
 
 import type { LExpr, PointwiseKernel, Reduction, RowKernel, Stmt } from '../../compiler/loop-ir.js';
+import { splitInvariant } from '../../compiler/loop-ir.js';
 import { Gen, KIND, NotVectorizable, VT, type Kind } from './gen.js';
 import { accessesOf, constDim, loops, startPointers, vectorSafe, type Dim } from './loops.js';
 import { Op, Simd, T } from './opcodes.js';
@@ -18,27 +19,6 @@ export interface Params {
   readonly hi: number;
 }
 
-/** Statements that read no loop variable, computed once before the loops (as the JS renderer). */
-function splitInvariant(body: readonly Stmt[]): { invariant: Stmt[]; variant: Stmt[] } {
-  const inv = new Set<number>();
-  const invariant: Stmt[] = [];
-  const variant: Stmt[] = [];
-  const isInv = (e: LExpr): boolean => {
-    switch (e.k) {
-      case 'load': return e.at.c.every((c) => c === 0);
-      case 'tmp': return inv.has(e.id);
-      case 'op': return e.a.every(isInv);
-      case 'cast': return isInv(e.a);
-      case 'const': return true;
-      default: return false;
-    }
-  };
-  for (const st of body) {
-    if (isInv(st.e)) (inv.add(st.id), invariant.push(st));
-    else variant.push(st);
-  }
-  return { invariant, variant };
-}
 
 export function renderPointwise(g: Gen, k: PointwiseKernel, p: Params, ranged: boolean, notes: string[]): void {
   const fb = g.fb;

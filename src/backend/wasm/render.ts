@@ -1,9 +1,8 @@
 // Renders loop-IR kernels into one wasm module (one exported function per kernel):
 // `kernel(base_b..., lo, hi, scratch, aux)` with a base byte address per buffer it uses.
 
-import type { DType } from '../../core/dtype.js';
-import type { LExpr, LoopKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { printKernel } from '../../compiler/loop-ir.js';
+import type { LoopKernel } from '../../compiler/loop-ir.js';
+import { bufferDTypes, printKernel } from '../../compiler/loop-ir.js';
 import { FuncBuilder } from './encoder.js';
 import { Gen } from './gen.js';
 import { renderPointwise, renderRow } from './kernels.js';
@@ -27,28 +26,6 @@ export interface RenderedKernel {
   readonly notes: readonly string[];
   /** function body size in bytes */
   codeBytes: number;
-}
-
-export function bufferDTypes(k: LoopKernel): Map<number, DType> {
-  const out = new Map<number, DType>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.set(e.buf, e.dtype);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  const st = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
-  const sto = (l: readonly Store[]) => l.forEach((s) => (out.set(s.buf, s.dtype), visit(s.value)));
-  if (k.kind === 'group') k.parts.forEach((p) => bufferDTypes(p).forEach((d, b) => out.set(b, d)));
-  else if (k.kind === 'pointwise') (st(k.body), sto(k.stores));
-  else if (k.kind === 'row') {
-    for (const r of k.reductions) (st(r.body), visit(r.value));
-    st(k.outerBody), sto(k.outerStores), st(k.rowBody), sto(k.rowStores);
-  } else {
-    st(k.body), sto(k.stores);
-    if (!out.has(k.a.buf)) out.set(k.a.buf, k.dtype);
-    if (!out.has(k.b.buf)) out.set(k.b.buf, k.dtype);
-  }
-  return out;
 }
 
 /** Adds one kernel to the module as an exported function named `name`. */

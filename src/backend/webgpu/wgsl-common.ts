@@ -1,9 +1,8 @@
 // Pieces every WGSL kernel shares: buffer bindings, affine indices, index decomposition,
 // and the dispatch grid (at most 65535 workgroups per dimension).
 
-import type { Affine, LExpr, LoopKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { kernelLoads, kernelStores } from '../../compiler/loop-ir.js';
-import type { DType } from '../../core/dtype.js';
+import type { Affine, LoopKernel, Stmt, Store } from '../../compiler/loop-ir.js';
+import { bufferDTypes, kernelLoads, kernelStores } from '../../compiler/loop-ir.js';
 import { HelperSet, render, wtype, type ExprEnv, type WType } from './wgsl-expr.js';
 
 export const MAX_GROUPS_PER_DIM = 65535;
@@ -33,29 +32,6 @@ export interface BindingPlan {
   name(buf: number): string;
 }
 
-/** Every buffer's dtype in a kernel (from its loads and stores). */
-export function bufferDTypes(k: LoopKernel): Map<number, DType> {
-  const out = new Map<number, DType>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.set(e.buf, e.dtype);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  const stmts = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
-  if (k.kind === 'group') k.parts.forEach((p) => bufferDTypes(p).forEach((d, b) => out.set(b, d)));
-  else if (k.kind === 'pointwise') stmts(k.body), k.stores.forEach((s) => visit(s.value));
-  else if (k.kind === 'row') {
-    k.reductions.forEach((r) => (stmts(r.body), visit(r.value)));
-    stmts(k.outerBody), stmts(k.rowBody);
-    [...k.outerStores, ...k.rowStores].forEach((s) => visit(s.value));
-  } else {
-    out.set(k.a.buf, k.dtype);
-    out.set(k.b.buf, k.dtype);
-    stmts(k.body), k.stores.forEach((s) => visit(s.value));
-  }
-  for (const s of kernelStores(k)) out.set(s.buf, s.dtype);
-  return out;
-}
 
 export function planBindings(k: LoopKernel, alias: AliasMap): BindingPlan {
   const canon = (b: number) => alias.get(b) ?? b;
