@@ -335,3 +335,24 @@ export function splitInvariant(body: readonly Stmt[]): { invariant: Stmt[]; vari
   }
   return { invariant, variant };
 }
+
+/**
+ * Values another reduction's body computes that `group` uses (the one-pass pairs of the JS
+ * renderer share them): renderers that give each reduction group its own loop compute them again
+ * there. In dependency order.
+ */
+export function sharedStmts(group: readonly Reduction[], all: readonly Reduction[]): Stmt[] {
+  const own = new Set(group.flatMap((r) => r.body.map((s) => s.id)));
+  const defs = new Map(all.flatMap((r) => r.body.map((s) => [s.id, s] as const)));
+  const need = new Map<number, Stmt>();
+  const visit = (e: LExpr): void => {
+    if (e.k === 'tmp' && !own.has(e.id) && !need.has(e.id) && defs.has(e.id)) {
+      const st = defs.get(e.id)!;
+      visit(st.e);
+      need.set(e.id, st);
+    } else if (e.k === 'op') e.a.forEach(visit);
+    else if (e.k === 'cast') visit(e.a);
+  };
+  group.forEach((r) => (r.body.forEach((s) => visit(s.e)), visit(r.value)));
+  return [...need.values()];
+}

@@ -28,7 +28,7 @@
 import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { bufferDTypes, kernelExtent, kernelWork, splitsBatch } from '../../compiler/loop-ir.js';
+import { bufferDTypes, kernelExtent, kernelWork, sharedStmts, splitsBatch } from '../../compiler/loop-ir.js';
 import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
 import { CSizes, extentWorkSym, symProd } from './sizes-c.js';
@@ -602,21 +602,8 @@ function renderRow(k: RowKernel, em: CEmitter): void {
  * plain (vectorizable) max, argmax/argmin keep JS's first-extreme, first-NaN rule.
  */
 function renderReductionLoop(em: CEmitter, group: readonly Reduction[], innerVars: number[], inner: readonly string[], fromOuter: (a: Affine) => string, all: readonly Reduction[]): void {
-  // values another reduction's body computes (the one-pass pairs of the JS renderer share
-  // them) are computed again in this loop
-  const own = new Set(group.flatMap((g) => g.body.map((st) => st.id)));
-  const defs = new Map(all.flatMap((r) => r.body.map((st) => [st.id, st] as const)));
-  const need = new Map<number, Stmt>();
-  const visit = (e: LExpr): void => {
-    if (e.k === 'tmp' && !own.has(e.id) && !need.has(e.id) && defs.has(e.id)) {
-      const st = defs.get(e.id)!;
-      visit(st.e);
-      need.set(e.id, st);
-    } else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  group.forEach((g) => (g.body.forEach((st) => visit(st.e)), visit(g.value)));
-  const shared = [...need.values()];
+  // values another reduction's body computes are computed again in this loop
+  const shared = sharedStmts(group, all);
   const affs = new Map<string, Affine>();
   group.forEach((g) => affinesOf(g.body, [], [g.value]).forEach((a) => affs.set(affKey(a), a)));
   affinesOf(shared, []).forEach((a) => affs.set(affKey(a), a));

@@ -2,8 +2,8 @@
 // matmul.ts). Parameters: one base address per buffer, then lo, hi (the range of the split
 // outer loop), then the thread's scratch and the kernel's aux addresses.
 
-import type { LExpr, PointwiseKernel, Reduction, RowKernel, Stmt } from '../../compiler/loop-ir.js';
-import { splitInvariant } from '../../compiler/loop-ir.js';
+import type { PointwiseKernel, Reduction, RowKernel, Stmt } from '../../compiler/loop-ir.js';
+import { sharedStmts, splitInvariant } from '../../compiler/loop-ir.js';
 import { Gen, KIND, NotVectorizable, VT, type Kind } from './gen.js';
 import { accessesOf, constDim, loops, startPointers, vectorSafe, type Dim } from './loops.js';
 import { Op, Simd, T } from './opcodes.js';
@@ -44,22 +44,6 @@ export function renderPointwise(g: Gen, k: PointwiseKernel, p: Params, ranged: b
   g.ptr = saved;
 }
 
-/** The values another reduction's body computes that this group uses, computed again in its loop (as the C renderer). */
-function sharedStmts(group: readonly Reduction[], all: readonly Reduction[]): Stmt[] {
-  const own = new Set(group.flatMap((r) => r.body.map((s) => s.id)));
-  const defs = new Map(all.flatMap((r) => r.body.map((s) => [s.id, s] as const)));
-  const need = new Map<number, Stmt>();
-  const visit = (e: LExpr): void => {
-    if (e.k === 'tmp' && !own.has(e.id) && !need.has(e.id) && defs.has(e.id)) {
-      const st = defs.get(e.id)!;
-      visit(st.e);
-      need.set(e.id, st);
-    } else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  group.forEach((r) => (r.body.forEach((s) => visit(s.e)), visit(r.value)));
-  return [...need.values()];
-}
 
 interface RedState {
   readonly r: Reduction;
