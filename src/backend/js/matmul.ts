@@ -33,7 +33,7 @@ interface Engine {
   edge: Micro;
   tile: Float64Array;
   packB(o: MatmulOperands, k0: number, kc: number, j0: number, nc: number): void;
-  packA(o: MatmulOperands, i0: number, mc: number, k0: number, kc: number): void;
+  packA(o: MatmulOperands, i0: number, mc: number, k0: number, kc: number, at: number): void;
 }
 
 /** Called once per finished block of C (rows i0..i0+mc, cols j0..j0+nc) while it is in cache. */
@@ -47,19 +47,28 @@ export interface MatmulTiles {
 }
 
 /**
- * Builds the matmul engine. Self-contained (no outside references) so that worker threads
- * can rebuild it from this function's source text.
+ * C = A·B for one (non-batched) problem with arbitrary strides, blocked by `tiles` (default
+ * kc 256, mc 64, nc 1024; max-autotune may pick others per kernel). `onBlock` (compiled programs' fused epilogues) runs on each block of C right
+ * after its last k step.
  */
-export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?: BlockDone) => void {
+export type Matmul2d = (o: MatmulOperands, onBlock?: BlockDone, tiles?: MatmulTiles) => void;
+
+/**
+ * Builds the matmul engine: one packing scratch array and one set of micro-kernels per thread,
+ * shared by every kernel whatever its tiles (the scratch grows to the largest blocking seen).
+ * One engine, not one per autotuned kernel: each engine's micro-kernels are fresh closures
+ * that V8 must tier up on their own (a first call of W2 spent ~200 ms in unoptimized
+ * micro-kernels of five engines), and each held megabytes of scratch.
+ * Self-contained (no outside references) so that worker threads can rebuild it from this
+ * function's source text.
+ */
+export function createMatmul(): Matmul2d {
   const MR = 4;
   const NR = 4;
-  const KC = tiles?.kc ?? 256;
-  const MC = tiles?.mc ?? 64;
-  const NC = tiles?.nc ?? 1024;
-  const A_AT = KC * NC; // A's block follows B's panels in the scratch array
-  const SCRATCH = A_AT + KC * MC;
-
-
+  const DEFAULT = { kc: 256, mc: 64, nc: 1024 };
+  // float64s of scratch to start with: every blocking max-autotune tries fits, so the engine
+  // (and its tiered-up micro-kernels) is built once; pages a run never touches cost nothing
+  const MIN_SCRATCH = 1 << 20;
 
   function microSource(accumulate: boolean): string {
     const acc: string[] = [];
@@ -91,8 +100,8 @@ export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?:
   const makeMicro = (P: Float64Array, accumulate: boolean): Micro => new Function('P', microSource(accumulate))(P) as Micro;
 
 
-  function makeEngine(): Engine {
-    const P = new Float64Array(SCRATCH);
+  function makeEngine(scratch: number): Engine {
+    const P = new Float64Array(scratch);
     const byType = new Map<unknown, { set: Micro; add: Micro }>();
     return {
       kernels(c) {
@@ -133,9 +142,10 @@ export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?:
       },
 
       // A[i0:i0+mc, k0:k0+kc] -> slivers of MR rows (sliver-major, then k, then r), zero-padded
-      packA(o, i0, mc, k0, kc) {
+      // after B's panels (kc x nc) in the scratch array
+      packA(o, i0, mc, k0, kc, at) {
         const { a, sam, sak } = o;
-        let p = A_AT;
+        let p = at;
         for (let ii = 0; ii < mc; ii += MR) {
           const base = o.aOff + (i0 + ii) * sam + k0 * sak;
           const h = Math.min(MR, mc - ii);
@@ -161,13 +171,9 @@ export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?:
   }
 
   let engine: Engine | null = null;
+  let engineScratch = 0;
 
-
-  /**
-   * C = A·B for one (non-batched) problem with arbitrary strides. `onBlock` (compiled
-   * programs' fused epilogues) runs on each block of C right after its last k step.
-   */
-  function matmul2d(o: MatmulOperands, onBlock?: BlockDone): void {
+  function matmul2d(o: MatmulOperands, onBlock?: BlockDone, tiles?: MatmulTiles): void {
     const { c, m, n, k, scm, scn } = o;
     if (m === 0 || n === 0) return;
     if (k === 0) {
@@ -175,7 +181,14 @@ export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?:
       onBlock?.(0, m, 0, n);
       return;
     }
-    const E = (engine ??= makeEngine());
+    const { kc: KC, mc: MC, nc: NC } = tiles ?? DEFAULT;
+    const A_AT = KC * NC; // A's block follows B's panels in the scratch array
+    const scratch = A_AT + KC * MC;
+    if (!engine || engineScratch < scratch) {
+      engineScratch = Math.max(scratch, MIN_SCRATCH);
+      engine = makeEngine(engineScratch);
+    }
+    const E = engine;
     const K = E.kernels(c);
     const tile = E.tile;
     for (let j0 = 0; j0 < n; j0 += NC) {
@@ -187,7 +200,7 @@ export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?:
         E.packB(o, k0, kc, j0, nc);
         for (let i0 = 0; i0 < m; i0 += MC) {
           const mc = Math.min(MC, m - i0);
-          E.packA(o, i0, mc, k0, kc);
+          E.packA(o, i0, mc, k0, kc, A_AT);
           for (let jp = 0; jp < nc; jp += NR) {
             const pb = (jp / NR) * kc * NR;
             const cols = Math.min(NR, nc - jp);
@@ -216,5 +229,5 @@ export function createMatmul(tiles?: MatmulTiles): (o: MatmulOperands, onBlock?:
   return matmul2d;
 }
 
-/** C = A·B for one (non-batched) problem with arbitrary strides; see createMatmul. */
-export const matmul2d = createMatmul();
+/** This thread's engine (eager and compiled kernels share it); see createMatmul. */
+export const matmul2d: Matmul2d = createMatmul();

@@ -10,7 +10,7 @@ import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './rende
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { affKey, Emitter } from '../emitter.js';
-import { createMatmul, matmul2d } from './matmul.js';
+import { matmul2d } from './matmul.js';
 import { symConst, symIsConst, symEval, symKey, symMul, symToCode, type Sym } from '../../compiler/symbolic.js';
 
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
@@ -267,11 +267,10 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   epiAffs.forEach((_, i) => em.emit(`const eOff${i} = ${at(`eB${i}`)};`));
   const r0 = splitBatch ? '0' : 'lo';
   const rows = splitBatch ? num(k.m, k.mSym) : '(hi - lo)';
-  const mm = k.tiles ? 'mmTuned' : 'matmul2d';
-  if (k.tiles) prelude.push(`const mmTuned = createMatmul(${JSON.stringify(k.tiles)});`);
+  if (k.tiles) prelude.push(`const mmTiles = ${JSON.stringify(k.tiles)};`);
   const sam = num(k.a.sRow, k.a.sRowSym), sak = num(k.a.sCol, k.a.sColSym), sbk = num(k.b.sRow, k.b.sRowSym), sbn = num(k.b.sCol, k.b.sColSym);
   const rI = coef(rawAt, iVar), rJ = coef(rawAt, jVar);
-  em.emit(`${mm}({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${sam}, sam: ${sam}, sak: ${sak}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${sbk}, sbn: ${sbn}, c: ${rawName}, cOff: rOff + ${r0} * ${rI}, scm: ${rI}, scn: ${rJ}, m: ${rows}, n: ${num(k.n, k.nSym)}, k: ${num(k.k, k.kSym)} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : ');'}`);
+  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${sam}, sam: ${sam}, sak: ${sak}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${sbk}, sbn: ${sbn}, c: ${rawName}, cOff: rOff + ${r0} * ${rI}, scm: ${rI}, scn: ${rJ}, m: ${rows}, n: ${num(k.n, k.nSym)}, k: ${num(k.k, k.kSym)} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : `${k.tiles ? ', undefined, mmTiles' : ''});`}`);
   if (k.body.length || epiStores.length) {
     em.emit(`for (let i = ${r0} + i0; i < ${r0} + i0 + mc; i++) {`);
     em.emit(`let pr = rOff + ${rI} * i + ${rJ} * j0;`);
@@ -289,7 +288,7 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
     });
     em.emit('}');
     em.emit('}');
-    em.emit('});');
+    em.emit(`}${k.tiles ? ', mmTiles' : ''});`);
   }
   for (let L = nb - 1; L >= 0; L--) {
     bases.forEach((b) => {
@@ -326,7 +325,7 @@ const cache = new Map<string, LoopFn>();
 export function compileKernel(k: LoopKernel, nBuffers: number, source = renderKernelSource(k, nBuffers)): { fn: LoopFn; source: string } {
   let fn = cache.get(source);
   if (!fn) {
-    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', 'createMatmul', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d, createMatmul) as (...b: (TypedArray | number)[]) => void;
+    const inner = new Function(...JS_HELPER_NAMES, ...Object.keys(FAST_HELPERS), 'matmul2d', `return ${source};`)(...JS_HELPER_VALUES, ...Object.values(FAST_HELPERS), matmul2d) as (...b: (TypedArray | number)[]) => void;
     fn = (bufs, lo, hi) => inner(...bufs, lo, hi);
     cache.set(source, fn);
   }

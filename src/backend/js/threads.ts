@@ -23,7 +23,7 @@ interface WorkerLike {
 }
 type WorkerThreads = { Worker: new (src: string, o: { eval: boolean; workerData: unknown }) => WorkerLike };
 
-export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'relu32', 'fastExp', 'fastTanh', 'matmul2d', 'createMatmul'];
+export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'relu32', 'fastExp', 'fastTanh', 'matmul2d'];
 
 function workerSource(): string {
   return `
