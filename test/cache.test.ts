@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as kiln from 'kiln';
@@ -183,6 +183,20 @@ test('eviction keeps the cache under its cap (least recently used first)', () =>
   // the newest entries survived: the last batch size starts warm
   const last = run(dir, { mode: 'module', batch: [6] }, { KILN_CACHE_MAX_MB: String(capMb) });
   assert.equal(last.stats.cache.traceSkips, 1);
+});
+
+test('a process that writes once still keeps the folder under its cap (the scan runs after its call)', () => {
+  const dir = fresh('evict-once');
+  const capMb = 0.03;
+  const stale = join(dir, 'compile', 'program-stale-from-another-process.kc');
+  mkdirSync(join(dir, 'compile'), { recursive: true });
+  writeFileSync(stale, Buffer.alloc(40_000)); // over the cap on its own
+  utimesSync(stale, new Date(0), new Date(0));
+  const r = run(dir, { mode: 'fn', batch: [3] }, { KILN_CACHE_MAX_MB: String(capMb) });
+  assert.equal(r.stats.cache.writes, 1, 'one write: the scan is the deferred one');
+  assert.equal(existsSync(stale), false, 'the least recently used entry was evicted');
+  const total = entries(dir).reduce((a, p) => a + statSync(p).size, 0);
+  assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
 });
 
 test('KILN_CACHE=0 and { cache: false } switch the cache off', () => {

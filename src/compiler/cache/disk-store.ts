@@ -3,8 +3,12 @@
 //   folder     $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; entries in its
 //              compile/ folder (the native backend's libraries are in native/, see toolchain.ts)
 //   off        KILN_CACHE=0, or compile(fn, { cache: false })
-//   cap        KILN_CACHE_MAX_MB (default 1024): after each write, least recently used entries
-//              (by modification time; a hit touches its entry) are removed until under the cap
+//   cap        KILN_CACHE_MAX_MB (default 1024): when the folder is over it, least recently used
+//              entries (by modification time; a hit touches its entry) are removed down to 90%
+//              of it. The folder is scanned (one stat per entry: ~100 ms for 7,000 entries here)
+//              once per process, after the call that made the first write returns (a second
+//              write before then scans at once); later writes are added to that count, and a
+//              scan runs again only when the count passes the cap
 //
 // Writes go to a temporary name and are renamed into place, so processes sharing a folder
 // never read half an entry. Every read is verified (container.ts: magic, format, length,
@@ -34,9 +38,15 @@ export function maxCacheBytes(): number {
   return Number.isFinite(mb) && mb > 0 ? mb * 2 ** 20 : 2 ** 30;
 }
 
+/** After an eviction the folder is at most this fraction of the cap (so not every write rescans). */
+const LOW_WATER = 0.9;
+
 export class DiskStore implements CacheStore {
   readonly dir: string;
   readonly fingerprint: string;
+  /** bytes of entries in the folder as of the last scan plus this process's writes since (null: not scanned yet) */
+  private knownBytes: number | null = null;
+  private scanScheduled = false;
 
   constructor(readonly root = cacheRoot()) {
     this.dir = join(root, 'compile');
@@ -95,16 +105,35 @@ export class DiskStore implements CacheStore {
       counters.cache.writes++;
       counters.cache.bytesWritten += buf.length;
       log('cache', `wrote ${path} (${buf.length} bytes)`);
-      this.evict(path);
+      this.account(path, buf.length);
     } catch (e) {
       rmSync(tmp, { force: true });
       log('cache', `could not write ${path}: ${(e as Error).message} (the cache is skipped, compiling works as usual)`);
     }
   }
 
+  /** Keeps the folder under its cap without scanning it on the critical path of every write. */
+  private account(path: string, bytes: number): void {
+    if (this.knownBytes !== null) {
+      this.knownBytes += bytes;
+      if (this.knownBytes > maxCacheBytes()) this.evict(path);
+      return;
+    }
+    if (this.scanScheduled) {
+      this.evict(path);
+      return;
+    }
+    // the first write of this process usually happens inside a first call: scan after it
+    this.scanScheduled = true;
+    setImmediate(() => {
+      if (this.knownBytes === null) this.evict();
+    });
+  }
+
   /** Removes least recently used entries until the folder is under the cap (and stale temporaries). */
   evict(keep?: string): void {
     const cap = maxCacheBytes();
+    this.scanScheduled = false;
     const files: { path: string; size: number; mtime: number }[] = [];
     let total = 0;
     let names: string[];
@@ -129,15 +158,17 @@ export class DiskStore implements CacheStore {
         // removed meanwhile
       }
     }
+    this.knownBytes = total;
     if (total <= cap) return;
     // oldest first; the entry just written goes last
     files.sort((a, b) => (a.path === keep ? 1 : b.path === keep ? -1 : a.mtime - b.mtime));
     for (const f of files) {
-      if (total <= cap) break;
+      if (total <= cap * LOW_WATER) break;
       rmSync(f.path, { force: true });
       total -= f.size;
       counters.cache.evictions++;
       log('cache', `evicted ${f.path} (${f.size} bytes, least recently used; cap ${cap} bytes)`);
     }
+    this.knownBytes = total;
   }
 }

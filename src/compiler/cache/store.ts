@@ -20,7 +20,7 @@ export interface CacheStore {
   digest(parts: readonly (string | Uint8Array)[]): string;
   /** the verified payload, or null (missing; corrupt or foreign entries are logged, counted and deleted) */
   get(kind: EntryKind, key: string): CachePayload | null;
-  /** writes atomically (temporary file + rename), then evicts least-recently-used entries over the cap */
+  /** writes atomically (temporary file + rename); the folder is kept under its cap (least recently used entries go) */
   put(kind: EntryKind, key: string, payload: CachePayload): void;
 }
 
