@@ -130,3 +130,35 @@ test('optimizer state created while tracing stays per parameter (CSE-merged valu
     for (const t of steps) assert.equal(t.item(), 3, `${backend}: three steps counted`);
   }
 });
+
+test('a compiled step frees the grads its zeroGrad replaces before it runs: the wasm heap holds one set of grads at its peak', async (t) => {
+  const { wasmUnavailableReason } = await import('../src/backend/wasm/index.js');
+  const why = wasmUnavailableReason();
+  if (why) return t.skip(why);
+  const { resolveKernelBackend } = await import('../src/compiler/backend-choice.js');
+  const heap = (resolveKernelBackend('wasm').backend as unknown as { heap: { stats(): { peakBytes: number; bytesInUse: number } } }).heap;
+  kiln.compiler.reset();
+  kiln.manualSeed(2);
+  const m = new kiln.nn.Sequential(new kiln.nn.Linear(256, 512), new kiln.nn.ReLU(), new kiln.nn.Linear(512, 4));
+  const opt = new kiln.optim.SGD(m.parameters(), { lr: 0.01 });
+  const x = kiln.keep(kiln.randn([32, 256]));
+  const y = kiln.keep(kiln.randint(0, 4, [32]));
+  const held: kiln.Tensor[] = [];
+  const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
+    opt.zeroGrad();
+    const loss = kiln.crossEntropy(m.forward(x) as kiln.Tensor, y);
+    loss.backward();
+    opt.step();
+    return loss;
+  }, { backend: 'wasm', fullgraph: true });
+  kiln.scope(() => { step(x, y); });
+  const afterFirst = heap.stats().peakBytes;
+  for (let i = 0; i < 3; i++) {
+    held.push(m.parameters()[0]!.grad!);
+    kiln.scope(() => { step(x, y); });
+  }
+  assert.equal(heap.stats().peakBytes, afterFirst, 'no second set of grads at the peak');
+  // as in eager, a grad zeroGrad replaced is disposed, even when the caller still refers to it
+  for (const g of held) assert.ok(g.isDisposed);
+  assert.ok(!m.parameters()[0]!.grad!.isDisposed);
+});

@@ -272,6 +272,7 @@ export class CompiledFunction {
 
   private replay(e: Entry, args: unknown[]): unknown {
     const inputs = resolveInputs(e.graph, args, this.argNames);
+    releaseReplacedGrads(e.gradLeaves, inputs);
     const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
     applyGradEffects(e.gradLeaves, outs);
     return fillTemplate(e.resultTemplate, outs);
@@ -571,6 +572,24 @@ function fillTemplate(t: unknown, outs: Tensor[]): unknown {
   if ('a' in tp) return tp.a.map((x) => fillTemplate(x, outs));
   if ('o' in tp) return Object.fromEntries(tp.o.map(([k, x]) => [k, fillTemplate(x, outs)]));
   return tp.v;
+}
+
+/**
+ * The grads a step replaces (its zeroGrad, in eager order) are disposed before the program runs,
+ * not after: their memory (wasm heap regions, recycled outputs) then holds the new grads, so a
+ * training step does not hold two sets of grads at its peak, and its second call does not touch
+ * fresh memory for them (W6: 18 MB). A grad the program reads stays until afterwards.
+ */
+function releaseReplacedGrads(effects: readonly { leaf: Tensor; outputIndex: number | null }[], inputs: readonly Tensor[]): void {
+  let read: Set<unknown> | null = null;
+  for (const e of effects) {
+    const old = e.leaf.grad;
+    if (!old || old.isDisposed) continue;
+    read ??= new Set(inputs.map((t) => t.storage));
+    if (read.has(old.storage)) continue;
+    e.leaf.grad = null;
+    old.dispose();
+  }
 }
 
 function applyGradEffects(effects: readonly { leaf: Tensor; outputIndex: number | null }[], outs: Tensor[]): void {
