@@ -34,6 +34,12 @@ export interface Backend {
    */
   flush?(): void;
   /**
+   * Loads what its first program will need (optional; native: the runtime library), so that
+   * kiln.compile does it ahead of the first call. Never throws: a backend that cannot work
+   * reports itself when a program is built, as before.
+   */
+  prewarm?(): void;
+  /**
    * The persistent compile cache and artifacts (optional, src/compiler/cache): the code this
    * backend generates for some loop-kernel specs, as JSON-safe data (e.g. JS sources).
    */

@@ -4,6 +4,7 @@
 // run here, and says which and why, once per process and in every compile report.
 
 import type { Backend } from '../backend/backend.js';
+import { getThreadPool } from '../backend/js/threads.js';
 import { ArgumentError } from '../core/errors.js';
 import { log } from './logs.js';
 import { counters } from './stats.js';
@@ -86,4 +87,22 @@ export function resolveKernelBackend(requested: string | undefined): { backend: 
     throw new ArgumentError(`backend '${name}' is not registered`, 'kiln.compile', hint);
   }
   return { backend: r.get(), choice: { requested: name, chosen: name, reason: 'requested' } };
+}
+
+/**
+ * kiln.compile resolves its kernel backend at once, so that loading it happens before the first
+ * call, not inside it: the JS and wasm worker threads start booting (~60 ms each), native loads
+ * koffi and its runtime library (~30 ms warm). A backend that cannot run here (or an unknown
+ * name) is left to report itself at the first call, as before.
+ */
+export function prewarmKernelBackend(requested: string | undefined): void {
+  if (requested === 'eager') return;
+  let backend: Backend | undefined;
+  try {
+    backend = resolveKernelBackend(requested).backend;
+  } catch {
+    return;
+  }
+  if (backend) backend.prewarm?.();
+  else getThreadPool();
 }

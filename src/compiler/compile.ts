@@ -1,7 +1,6 @@
 // kiln.compile: trace on the first call, guard, replay while the guards hold, recompile
 // (with the reason) when they do not, and report every graph break and fallback.
 
-import { getThreadPool } from '../backend/js/threads.js';
 import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
 import { copy } from '../ops/pointwise.js';
@@ -26,7 +25,7 @@ import { allSizeChanges, type SizeChange } from './guards.js';
 import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js';
 import { DynamicProgram } from './dynamic-program.js';
 import { bucketCall, type BucketSpec } from './bucket.js';
-import { resolveKernelBackend, type BackendChoice } from './backend-choice.js';
+import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
 
@@ -134,9 +133,8 @@ export class CompiledFunction {
   ) {
     this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
     this.argNames = paramNames(module ? module.forward : fn);
-    // JS kernels split across worker threads: start them now (a worker takes ~60 ms to boot),
-    // so they boot while the first call traces instead of on its first parallel kernel
-    if (opts.fuse !== false && (opts.backend ?? 'js') === 'js') getThreadPool();
+    // the kernel backend loads now (libraries, worker threads), not inside the first call
+    if (opts.fuse !== false) prewarmKernelBackend(opts.backend);
     // named captures are the function's weights: placed for its kernels now, not in the first call
     placeCaptures(opts);
   }

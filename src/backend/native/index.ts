@@ -187,6 +187,16 @@ export class NativeBackend implements Backend {
     }
   }
 
+  prewarm(): void {
+    const cc = findCompiler();
+    if (typeof cc === 'string') return;
+    try {
+      runtimeLibrary(cc, this.log);
+    } catch {
+      // reported again, with its error, when the first program compiles
+    }
+  }
+
   /** Compiles every kernel prepared since the last flush as one translation unit. */
   flush(): void {
     if (this.deferred > 0) return;
