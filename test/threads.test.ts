@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
-import { getThreadPool, planChunks } from '../src/backend/js/threads.js';
+import { getThreadPool, planChunks, workerExecArgv } from '../src/backend/js/threads.js';
 import { outputPoolStats } from '../src/compiler/fused-program.js';
 
 function close(a: kiln.Tensor, b: kiln.Tensor, tol = 1e-5): void {
@@ -167,4 +167,14 @@ test('compiled outputs: a disposed output buffer is reused by a later call, a ke
   assert.notEqual(other.storage.buf, baseBuf);
   assert.deepEqual(view.dataSync(), viewData);
   [kept, view, other, x1, x2].forEach((t) => t.dispose());
+});
+
+test('kernel workers boot without the process\'s module loaders and preloads, keeping its other options', () => {
+  const saved = process.execArgv;
+  try {
+    process.execArgv = ['--import', 'tsx', '--max-old-space-size=4096', '--require=./x.cjs', '-r', 'y', '--loader', 'z', '--experimental-loader=w', '--enable-source-maps'];
+    assert.deepEqual(workerExecArgv(), ['--max-old-space-size=4096', '--enable-source-maps']);
+  } finally {
+    process.execArgv = saved;
+  }
 });

@@ -21,7 +21,7 @@ interface WorkerLike {
   unref?(): void;
   on?(ev: string, f: (...a: unknown[]) => void): void;
 }
-type WorkerThreads = { Worker: new (src: string, o: { eval: boolean; workerData: unknown }) => WorkerLike };
+type WorkerThreads = { Worker: new (src: string, o: { eval: boolean; workerData: unknown; execArgv?: string[] }) => WorkerLike };
 
 export const KERNEL_HELPER_NAMES = ['erf', 'roundHalfEven', 'relu32', 'fastExp', 'fastTanh', 'matmul2d'];
 
@@ -161,7 +161,7 @@ export class ThreadPool {
   ) {
     this.ctl = new Int32Array(new SharedArrayBuffer(4 * (CTL_SLOTS + threads)));
     for (let i = 0; i < threads - 1; i++) {
-      const w = new wt.Worker(workerSource(), { eval: true, workerData: { ctl: this.ctl.buffer, index: i } });
+      const w = new wt.Worker(workerSource(), { eval: true, workerData: { ctl: this.ctl.buffer, index: i }, execArgv: workerExecArgv() });
       this.ready.push(false);
       w.unref?.(); // an idle pool never keeps the process alive
       this.workers.push(w);
@@ -242,6 +242,24 @@ export class ThreadPool {
       fn(bufs, c * size, Math.min(extent, (c + 1) * size));
     }
   }
+}
+
+/**
+ * The process's Node options for kernel workers, less module loaders and preloads (`--import
+ * tsx`, `--require`, `--loader`): the workers run self-contained CommonJS source, and a loader
+ * made each one boot ~10 ms slower while competing with the first call for the cores.
+ */
+export function workerExecArgv(): string[] {
+  const proc = (globalThis as { process?: { execArgv?: string[] } }).process;
+  const out: string[] = [];
+  const args = proc?.execArgv ?? [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const m = /^--(import|require|loader|experimental-loader)(=.*)?$/.exec(a) ?? (a === '-r' ? [a, 'require', undefined] : null);
+    if (!m) out.push(a);
+    else if (m[2] === undefined) i++; // the value is the next argument
+  }
+  return out;
 }
 
 let pool: ThreadPool | null | undefined;

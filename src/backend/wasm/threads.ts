@@ -7,14 +7,14 @@
 // no pool is made).
 
 import { mathImportsSource } from './imports.js';
-import { claimChunks, CTL_SLOTS, planChunks, type ChunkMsg } from '../js/threads.js';
+import { claimChunks, CTL_SLOTS, planChunks, workerExecArgv, type ChunkMsg } from '../js/threads.js';
 
 interface WorkerLike {
   postMessage(m: unknown): void;
   unref?(): void;
   terminate?(): unknown;
 }
-type NodeWorkers = { Worker: new (src: string, o: { eval: boolean; workerData: unknown }) => WorkerLike };
+type NodeWorkers = { Worker: new (src: string, o: { eval: boolean; workerData: unknown; execArgv?: string[] }) => WorkerLike };
 
 function workerBody(): string {
   return `
@@ -106,7 +106,7 @@ export function createPool(threads: number, memory: WebAssembly.Memory, shared: 
   const proc = (globalThis as { process?: { getBuiltinModule?: (m: string) => unknown } }).process;
   const wt = proc?.getBuiltinModule?.('node:worker_threads') as NodeWorkers | undefined;
   if (wt) {
-    return new WasmPool((body) => new wt.Worker(`const { parentPort } = require('node:worker_threads');${body}\nparentPort.on('message', handle);`, { eval: true, workerData: null }), threads, memory, true);
+    return new WasmPool((body) => new wt.Worker(`const { parentPort } = require('node:worker_threads');${body}\nparentPort.on('message', handle);`, { eval: true, workerData: null, execArgv: workerExecArgv() }), threads, memory, true);
   }
   const g = globalThis as { Worker?: new (url: string) => WorkerLike; Blob?: typeof Blob; URL?: typeof URL };
   if (g.Worker && g.Blob && g.URL) {
