@@ -7,6 +7,8 @@ import type { ScalarExpr } from './scalar-expr.js';
 import type { LoopKernel } from '../compiler/loop-ir.js';
 
 /** A strided window onto a buffer. */
+
+export type RandomDist = 'uniform' | 'normal' | 'integer';
 export interface ViewArg {
   readonly buf: BackendBuffer;
   readonly offset: number;
@@ -26,7 +28,8 @@ export type KernelSpec =
   | { readonly kind: 'im2col'; readonly dtype: DType }
   | { readonly kind: 'col2im'; readonly dtype: DType }
   | { readonly kind: 'cumsum'; readonly dtype: DType }
-  | { readonly kind: 'random'; readonly dist: 'uniform' | 'normal'; readonly dtype: DType }
+  /** 'integer': floor(u * (high - low) + low) of the uniform stream, computed in float64 (randint) */
+  | { readonly kind: 'random'; readonly dist: RandomDist; readonly dtype: DType }
   /** a fused kernel from the compiler's loop IR, over a program's buffer list */
   | { readonly kind: 'loop'; readonly kernel: LoopKernel; readonly nBuffers: number };
 
@@ -55,6 +58,6 @@ export type KernelArgs =
   | { readonly kind: 'indexAdd'; readonly src: ViewArg; readonly index: ViewArg; readonly out: ViewArg; readonly outer: number; readonly outDim: number; readonly inner: number; readonly count: number }
   | { readonly kind: 'im2col' | 'col2im'; readonly image: ViewArg; readonly cols: ViewArg; readonly geom: WindowGeometry }
   | { readonly kind: 'cumsum'; readonly input: ViewArg; readonly out: ViewArg; readonly outer: number; readonly len: number; readonly inner: number }
-  | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number }
+  | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number; readonly low?: number; readonly high?: number }
   /** `range`: run only [lo, hi) of the kernel's split loop, on this thread (autotuning) */
   | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[]; readonly range?: readonly [number, number] };

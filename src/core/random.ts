@@ -50,6 +50,17 @@ export function uniformStream(seed: number, offset: number, n: number, out: Floa
   }
 }
 
+/**
+ * Integers uniform on [low, high) for element indices [offset, offset + n): floor(u * (high -
+ * low) + low) of the uniform stream in float64, so every backend (and a float64 composite of
+ * the same ops) draws the same integers from the same seed.
+ */
+export function integerStream(seed: number, offset: number, n: number, low: number, high: number, out: Float64Array | Float32Array | Int32Array | Uint8Array): void {
+  const u = new Float64Array(n);
+  uniformStream(seed, offset, n, u);
+  for (let i = 0; i < n; i++) out[i] = Math.floor(u[i]! * (high - low) + low);
+}
+
 /** Standard normals by Box-Muller over pairs of uniforms, element i from counters 2i and 2i+1. */
 export function normalStream(seed: number, offset: number, n: number, out: Float64Array | Float32Array): void {
   const u = new Float64Array(2 * n);

@@ -1,6 +1,7 @@
 // Creation ops: tensor(), zeros, ones, full, arange, linspace, eye, rand, randn, randint.
 
 import type { Backend } from '../backend/backend.js';
+import type { RandomDist } from '../backend/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, assertDType, typedArrayDType } from '../core/dtype.js';
 import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
@@ -9,8 +10,6 @@ import { numel } from '../core/shape.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 import { apply, runtime, type PrimDef } from './dispatch.js';
-import * as m from './math.js';
-import { cast } from './pointwise.js';
 
 export interface CreateOptions {
   dtype?: DType;
@@ -172,7 +171,7 @@ export function eye(n: number, mCols = n, opts?: CreateOptions): Tensor {
 
 // ---- random ----
 
-interface RandomAttrs { readonly shape: readonly number[]; readonly dtype: DType; readonly dist: 'uniform' | 'normal'; readonly seed: number; readonly offset: number }
+interface RandomAttrs { readonly shape: readonly number[]; readonly dtype: DType; readonly dist: RandomDist; readonly seed: number; readonly offset: number; readonly low?: number; readonly high?: number }
 
 export const randomPrim: PrimDef<RandomAttrs> = {
   name: 'random',
@@ -180,10 +179,10 @@ export const randomPrim: PrimDef<RandomAttrs> = {
   run(_i, out, a) {
     const backend = out.storage.backend;
     backend.launch(backend.prepare({ kind: 'random', dist: a.dist, dtype: a.dtype }), {
-      kind: 'random', out: { buf: out.storage.buf, offset: 0, strides: [1] }, size: out.size, seed: a.seed, offset: a.offset,
+      kind: 'random', out: { buf: out.storage.buf, offset: 0, strides: [1] }, size: out.size, seed: a.seed, offset: a.offset, low: a.low, high: a.high,
     });
   },
-  formatAttrs: (a) => `${a.dist} ${fmtShape(a.shape)}`,
+  formatAttrs: (a) => `${a.dist}${a.dist === 'integer' ? ` [${a.low}, ${a.high})` : ''} ${fmtShape(a.shape)}`,
 };
 
 function random(op: string, dist: 'uniform' | 'normal', shape: readonly number[], opts?: CreateOptions): Tensor {
@@ -204,10 +203,12 @@ export function randint(low: number, high: number, shape: readonly number[], opt
   if (!Number.isInteger(low) || !Number.isInteger(high) || high <= low) {
     throw new ArgumentError(`needs integers low < high, got ${low}, ${high}`, 'randint');
   }
-  const u = random('randint', 'uniform', shape, { dtype: 'float64' });
-  const r = cast(m.floor(m.add(m.mul(u, high - low), low)), opts?.dtype ?? 'int32');
-  u.dispose();
-  return r;
+  checkShape('randint', shape);
+  const dtype = opts?.dtype ?? 'int32';
+  // one op drawing integers directly (not float64 uniforms scaled, floored and cast): the same
+  // numbers, and a GPU backend without float64 kernels can make them (random draws are uploaded)
+  const { seed, offset } = defaultGenerator.reserve(numel(shape));
+  return finish(apply(randomPrim, [], { shape, dtype, dist: 'integer', seed, offset, low, high }), opts);
 }
 
 export function manualSeed(seed: number): void {

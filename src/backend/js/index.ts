@@ -2,7 +2,7 @@
 // (pointwise, reductions) or hand-written loops (matmul, indexing, windows).
 
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
-import { normalStream, uniformStream } from '../../core/random.js';
+import { integerStream, normalStream, uniformStream } from '../../core/random.js';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import { coalesce } from '../iteration.js';
 import type { KernelArgs, KernelSpec, ViewArg } from '../kernel-spec.js';
@@ -193,7 +193,8 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
       return (a) => {
         const args = a as Extract<KernelArgs, { kind: 'random' }>;
         const out = data(args.out).subarray(args.out.offset, args.out.offset + args.size) as Float32Array | Float64Array;
-        (spec.dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, out);
+        if (spec.dist === 'integer') integerStream(args.seed, args.offset, args.size, args.low!, args.high!, out);
+        else (spec.dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, out);
       };
   }
 }

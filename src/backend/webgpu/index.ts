@@ -13,14 +13,14 @@
 /// <reference types="@webgpu/types" />
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
-import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
+import type { KernelArgs, KernelSpec, RandomDist } from '../kernel-spec.js';
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
 import type { LoopKernel } from '../../compiler/loop-ir.js';
 import { BufferPool } from './buffer-pool.js';
 import { eagerKernel, unsupported, UNSUPPORTED_EAGER } from './eager.js';
 import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuSyncReadError, WebGpuUnsupportedError, WebGpuValidationError } from './errors.js';
 import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
-import { normalStream, uniformStream } from '../../core/random.js';
+import { integerStream, normalStream, uniformStream } from '../../core/random.js';
 import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
 import { splitForBindings } from './split.js';
 
@@ -232,10 +232,11 @@ export class WebGpuBackend implements Backend {
    * Random numbers are drawn on the host from the same Philox stream as the CPU backend (the
    * same seed gives the same tensor on both) and uploaded: exact parity, at the cost of a copy.
    */
-  private random(dist: 'uniform' | 'normal', args: Extract<KernelArgs, { kind: 'random' }>): void {
+  private random(dist: RandomDist, args: Extract<KernelArgs, { kind: 'random' }>): void {
     const buf = args.out.buf as WebGpuBuffer;
-    const host = buf.dtype === 'float64' ? new Float64Array(args.size) : new Float32Array(args.size);
-    (dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, host);
+    const host = buf.dtype === 'float64' ? new Float64Array(args.size) : buf.dtype === 'int32' ? new Int32Array(args.size) : buf.dtype === 'bool' ? new Uint8Array(args.size) : new Float32Array(args.size);
+    if (dist === 'integer') integerStream(args.seed, args.offset, args.size, args.low!, args.high!, host);
+    else (dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, host as Float32Array | Float64Array);
     this.write(buf, host, args.out.offset);
   }
 
