@@ -3,6 +3,8 @@
 //   cold      empty cache folder: trace, lower, generate code (native: run the C compiler), run
 //   warm      the same folder again: the persistent compile cache (W7: tracing skipped, captures
 //             bound by name; W2/W6 are training steps: traced, program and code from the cache)
+// Every phase compiles with `{ captures }` (the weights by name), as a service would: compile
+// places them where the kernels read them (JS: shared memory; wasm: its heap) before the first call.
 //   artifact  kiln.load of a kiln.export'ed file (W7 only: artifacts hold inference functions)
 // Each phase is its own `node --import tsx` process. Reported per row: the first compiled call
 // (ms, inside the process), the time from process start to that first result, and the
@@ -50,7 +52,9 @@ async function child(spec: { id: string; backend: string; phase: string; artifac
   const w = workload(spec.id);
   const inst = w.setup({});
   const infer = w.kind === 'inference';
-  const captures = Object.fromEntries(inst.params.filter((p) => p.name).map((p) => [p.name!, p]));
+  // the weights, named: a warm start binds an inference function's captures by name, and
+  // kiln.compile places captures (training steps' too) where kernels read them before the first call
+  const captures = Object.fromEntries(inst.params.map((p, i) => [p.name ?? `param${i}`, p]));
   let call: (...a: Kiln.Tensor[]) => Kiln.Tensor;
   if (spec.phase === 'export') {
     kiln.noGrad(() => kilnNode.export(inst.fn as never, inst.inputs, spec.artifact!, { backends: [spec.backend], captures }));
@@ -58,7 +62,7 @@ async function child(spec: { id: string; backend: string; phase: string; artifac
     return;
   }
   if (spec.phase === 'artifact') call = kilnNode.load(spec.artifact!, { backend: spec.backend }) as never;
-  else call = kiln.compile(inst.fn, { backend: spec.backend, ...(infer ? { captures } : {}) });
+  else call = kiln.compile(inst.fn, { backend: spec.backend, captures });
   const once = () => {
     const t0 = performance.now();
     const f = () => kiln.scope(() => {
