@@ -1,5 +1,7 @@
 // The reference workloads (../../../shared/WORKLOADS.md) as uniform modules; see types.ts.
-// W5 (a bare 1024³ matmul) is in bench/eager.ts: there is nothing in it for a compiler to fuse.
+// W5 (a bare 1024³ matmul) is in bench/lib/w5-matmul.ts (bench/cpu.ts) and bench/eager.ts:
+// there is nothing in it for a compiler to fuse. bench/gpu.ts measures its GPU size (4096³) as
+// the large matmul's rate. `setup({ size: 'gpu' })` builds the GPU column of WORKLOADS.md.
 
 import type { Workload, WorkloadId } from './types.js';
 import { w1 } from './w1.js';

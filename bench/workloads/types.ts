@@ -24,11 +24,20 @@ import * as kiln from 'kiln';
 
 export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5' | 'W6' | 'W7';
 
+/**
+ * Which column of WORKLOADS.md to build: 'cpu' (the default: what bench/cpu.ts, the advisor
+ * and the tests use) or 'gpu' (W4 at 64M elements, W6 with 100,000-row tables and batch 2048,
+ * W7 with 12 layers, batch 8, sequence 256; W1, W2, W3 are the same in both).
+ */
+export type WorkloadSize = 'cpu' | 'gpu';
+
 export interface SetupOptions {
   /** seed for kiln.manualSeed before building weights and data (default 20261130) */
   seed?: number;
   /** smaller shapes for quick runs (only workloads that are slow at full size shrink) */
   quick?: boolean;
+  /** the CPU or the GPU shapes of WORKLOADS.md (default 'cpu') */
+  size?: WorkloadSize;
 }
 
 export interface Instance {

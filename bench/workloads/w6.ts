@@ -7,10 +7,11 @@
 //   top MLP 367->512->256->1 (ReLU between) -> logits [512,1]
 //   binaryCrossEntropyWithLogits against random 0/1 labels, backward, SGD (lr 0.01)
 // fn(dense, labels, idx_1, ..., idx_26) runs the whole step and returns the loss.
+// size 'gpu' (WORKLOADS.md's GPU column): 100,000 rows per table, batch 2048, same structure.
 
 import * as kiln from 'kiln';
 import { matmulFlops, mlpTrainStepFlops } from '../lib/flops.js';
-import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload } from './types.js';
+import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 
 export const W6_BATCH = 512;
 export const W6_TABLES = 26;
@@ -22,6 +23,23 @@ export const W6_VECTORS = W6_TABLES + 1; // bottom output + one embedding per ta
 export const W6_PAIRS = (W6_VECTORS * (W6_VECTORS - 1)) / 2; // 351
 export const W6_TOP = [W6_EMB + W6_PAIRS, 512, 256, 1] as const; // 367 -> ... -> 1
 export const W6_LR = 0.01;
+export const W6_BATCH_GPU = 2048;
+export const W6_ROWS_GPU = 100_000;
+
+/** Batch and rows per table of W6 at a size of WORKLOADS.md (the structure is the same). */
+export interface W6Config {
+  readonly batch: number;
+  readonly rows: number;
+}
+
+export function w6Config(size: WorkloadSize = 'cpu'): W6Config {
+  return size === 'gpu' ? { batch: W6_BATCH_GPU, rows: W6_ROWS_GPU } : { batch: W6_BATCH, rows: W6_ROWS };
+}
+
+/** The shapes string of a W6 instance. */
+export function w6Shapes({ batch, rows }: W6Config): string {
+  return `dense[${batch},${W6_DENSE}] labels[${batch},1] ${W6_TABLES}x ids[${batch},1] int32, tables ${W6_TABLES}x[${rows},${W6_EMB}]`;
+}
 
 function mlp(dims: readonly number[], reluAfterLast: boolean): kiln.nn.Sequential {
   const layers: kiln.nn.AnyModule[] = [];
@@ -46,10 +64,10 @@ export class Dlrm extends kiln.nn.Module<kiln.Tensor[], kiln.Tensor> {
   readonly top: kiln.nn.Sequential;
   readonly triIndex: kiln.Tensor;
 
-  constructor() {
+  constructor(rows = W6_ROWS) {
     super();
     this.bottom = mlp(W6_BOTTOM, true);
-    this.tables = new kiln.nn.ModuleList(Array.from({ length: W6_TABLES }, () => new kiln.nn.EmbeddingBag(W6_ROWS, W6_EMB, { mode: 'sum' })));
+    this.tables = new kiln.nn.ModuleList(Array.from({ length: W6_TABLES }, () => new kiln.nn.EmbeddingBag(rows, W6_EMB, { mode: 'sum' })));
     this.top = mlp(W6_TOP, false);
     this.triIndex = this.registerBuffer('tri_index', upperTriangleIndex(W6_VECTORS), { persistent: false })!;
   }
@@ -77,11 +95,12 @@ export const w6: Workload = {
   kind: 'training',
   setup(opts: SetupOptions = {}): Instance {
     kiln.manualSeed(opts.seed ?? DEFAULT_SEED);
-    const model = new Dlrm();
+    const cfg = w6Config(opts.size);
+    const model = new Dlrm(cfg.rows);
     const opt = new kiln.optim.SGD(model.parameters(), { lr: W6_LR });
-    const dense = kiln.randn([W6_BATCH, W6_DENSE]);
-    const labels = kiln.scope(() => kiln.randint(0, 2, [W6_BATCH, 1]).float());
-    const ids = Array.from({ length: W6_TABLES }, () => kiln.randint(0, W6_ROWS, [W6_BATCH, 1]));
+    const dense = kiln.randn([cfg.batch, W6_DENSE]);
+    const labels = kiln.scope(() => kiln.randint(0, 2, [cfg.batch, 1]).float());
+    const ids = Array.from({ length: W6_TABLES }, () => kiln.randint(0, cfg.rows, [cfg.batch, 1]));
     return makeInstance({
       inputs: [dense, labels, ...ids],
       fn: (dense: kiln.Tensor, labels: kiln.Tensor, ...ids: kiln.Tensor[]) => {
@@ -91,8 +110,8 @@ export const w6: Workload = {
         opt.step();
         return loss;
       },
-      shapes: `dense[${W6_BATCH},${W6_DENSE}] labels[${W6_BATCH},1] ${W6_TABLES}x ids[${W6_BATCH},1] int32, tables ${W6_TABLES}x[${W6_ROWS},${W6_EMB}]`,
-      flops: dlrmTrainStepFlops(W6_BATCH),
+      shapes: w6Shapes(cfg),
+      flops: dlrmTrainStepFlops(cfg.batch),
       params: model.parameters(),
       extra: () => [...optimizerTensors(opt), model.triIndex],
     });

@@ -4,16 +4,36 @@
 //                                      768->2304, split, heads [B,12,T,64],
 //                                      kiln.scaledDotProductAttention(isCausal), merge, proj 768->768
 //   x = x + fc2(GELU_tanh(fc1(LN2(x))))   768->3072->768
+// size 'gpu' (WORKLOADS.md's GPU column): 12 layers, x[8,256,768].
 
 import * as kiln from 'kiln';
 import { matmulFlops } from '../lib/flops.js';
-import { DEFAULT_SEED, freeze, makeInstance, type Instance, type SetupOptions, type Workload } from './types.js';
+import { DEFAULT_SEED, freeze, makeInstance, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 
 export const W7_BATCH = 1;
 export const W7_SEQ = 128;
 export const W7_DIM = 768;
 export const W7_HEADS = 12;
 export const W7_LAYERS = 2;
+export const W7_BATCH_GPU = 8;
+export const W7_SEQ_GPU = 256;
+export const W7_LAYERS_GPU = 12;
+
+/** Layers, batch and sequence length of W7 at a size of WORKLOADS.md (width and heads are fixed). */
+export interface W7Config {
+  readonly layers: number;
+  readonly batch: number;
+  readonly seq: number;
+}
+
+export function w7Config(size: WorkloadSize = 'cpu'): W7Config {
+  return size === 'gpu' ? { layers: W7_LAYERS_GPU, batch: W7_BATCH_GPU, seq: W7_SEQ_GPU } : { layers: W7_LAYERS, batch: W7_BATCH, seq: W7_SEQ };
+}
+
+/** The shapes string of a W7 instance (the input; the layer count is part of it where it is not 2). */
+export function w7Shapes({ layers, batch, seq }: W7Config): string {
+  return `x[${batch},${seq},${W7_DIM}]${layers === W7_LAYERS ? '' : `, ${layers} layers`}`;
+}
 
 export class CausalSelfAttention extends kiln.nn.Module {
   readonly qkv: kiln.nn.Linear;
@@ -93,13 +113,14 @@ export const w7: Workload = {
   kind: 'inference',
   setup(opts: SetupOptions = {}): Instance {
     kiln.manualSeed(opts.seed ?? DEFAULT_SEED);
-    const model = freeze(new Decoder());
-    const x = kiln.randn([W7_BATCH, W7_SEQ, W7_DIM]);
+    const cfg = w7Config(opts.size);
+    const model = freeze(new Decoder(cfg.layers));
+    const x = kiln.randn([cfg.batch, cfg.seq, W7_DIM]);
     return makeInstance({
       inputs: [x],
       fn: (x: kiln.Tensor) => model.call(x),
-      shapes: `x[${W7_BATCH},${W7_SEQ},${W7_DIM}]`,
-      flops: decoderFlops(W7_BATCH, W7_SEQ, W7_DIM, W7_HEADS, W7_LAYERS),
+      shapes: w7Shapes(cfg),
+      flops: decoderFlops(cfg.batch, cfg.seq, W7_DIM, W7_HEADS, cfg.layers),
       params: model.parameters(),
     });
   },
