@@ -17,7 +17,11 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import * as kiln from 'kiln';
 import { clearNativeMemoryCache, nativeBatch, nativeStats, nativeUnavailableReason, NativeUnavailableError, NativeCompileError } from 'kiln/node';
-import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL } from './op-table.js';
+import { OP_TABLE } from './op-table.js';
+import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.js';
+import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
+import { compareWithEager } from './helpers/compare-eager.js';
+import { checkMlpStepsMatchEager } from './helpers/mlp-step.js';
 
 process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');
 const unavailable = nativeUnavailableReason();
@@ -25,92 +29,25 @@ if (unavailable) console.log(`# native backend tests skipped: ${unavailable}`);
 const skip = unavailable ? `native backend unavailable: ${unavailable}` : false;
 
 const NATIVE = { backend: 'native', fullgraph: true } as const;
-const base = baseSeed();
-const RANDOM = /dropout/;
-const READS_DATA = /oneHot.*infer|oneHot$/;
-
-/** Runs every op-table case compiled on native; `check` false: trace only (inside nativeBatch). */
-function runCase(c: (typeof OP_TABLE)[number], check: boolean): void {
-  const seed = caseSeed(base, c.name);
-  withSeed(base, seed, () => {
-    kiln.scope(() => {
-      kiln.compiler.reset();
-      const rng = new Rng(seed, 'float32');
-      const inputs = c.make(rng);
-      const before = inputs.map(toND);
-      const fn = (...xs: kiln.Tensor[]) => c.run(kiln, xs);
-      const expectBreak = READS_DATA.test(c.name);
-      const compiled = kiln.compile(fn, { ...NATIVE, fullgraph: !expectBreak });
-      for (const call of check ? ['trace', 'replay'] : ['trace']) {
-        const outs = asList(compiled(...inputs) as kiln.Tensor | readonly kiln.Tensor[]);
-        if (!check) continue;
-        if (RANDOM.test(c.name)) {
-          const eager = asList(fn(...inputs));
-          assert.deepEqual(outs.map((o) => o.shape), eager.map((o) => o.shape));
-          continue;
-        }
-        checkOutputs(`${c.name} (native ${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
-      }
-    });
-  });
-}
 
 test('native: every op-table case compiled equals the float64 reference', { skip }, () => {
   // one C unit for every case's kernels, then each case traced again and checked on native
   nativeBatch(() => {
-    for (const c of OP_TABLE) runCase(c, false);
+    for (const c of OP_TABLE) checkCompiledCase(c, NATIVE, false);
   });
   const compiles = nativeStats().compiles;
-  const failures: string[] = [];
-  for (const c of OP_TABLE) {
-    try {
-      runCase(c, true);
-    } catch (e) {
-      failures.push(`${c.name}: ${(e as Error).message}`);
-    }
-  }
-  assert.deepEqual(failures, []);
+  assert.deepEqual(opTableFailures((c) => checkCompiledCase(c, NATIVE)), []);
   assert.equal(nativeStats().compiles, compiles, 'the checked runs found every kernel already compiled');
 });
 
 // ---- random graphs (as test/compile-random-graphs.test.ts, on native) ----
 
-import { opArb, program, shapeArb, type Op, type T } from './helpers/random-graphs.js';
-const graphArb = fc.tuple(shapeArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 3 }), fc.nat(1000));
-
-function checkGraph([[a, b, c], ops, nOut, seed]: [[number, number, number], Op[], number, number], check: boolean): void {
-  kiln.scope(() => {
-    kiln.compiler.reset();
-    kiln.manualSeed(seed);
-    const inputs = [kiln.randn([a, b, c]), kiln.randn([b, c]), kiln.randn([1, c]), kiln.randn([c, c])];
-    const fn = program(ops, nOut);
-    const eager = fn(...inputs);
-    const compiled = kiln.compile(fn, NATIVE);
-    for (const call of check ? ['trace', 'replay'] : ['trace']) {
-      const got = compiled(...inputs);
-      if (!check) continue;
-      assert.equal(got.length, eager.length);
-      got.forEach((g, i) => {
-        const e = eager[i]!;
-        assert.deepEqual(g.shape, e.shape, `${call} output ${i} shape`);
-        const x = g.dataSync(), y = e.dataSync();
-        let scale = 1e-3;
-        for (let k = 0; k < y.length; k++) scale = Math.max(scale, Math.abs(y[k]!));
-        for (let k = 0; k < y.length; k++) {
-          const bad = !(Math.abs(x[k]! - y[k]!) <= 1e-5 * scale + 1e-6) && !(Number.isNaN(x[k]!) && Number.isNaN(y[k]!)) && x[k] !== y[k];
-          if (bad) assert.fail(`native ${call} output ${i}[${k}]: compiled ${x[k]} vs eager ${y[k]} (ops ${JSON.stringify(ops)})`);
-        }
-      });
-    }
-  });
-}
-
 test('native: random graphs compiled (fullgraph) equal eager', { skip }, () => {
   const graphs = fc.sample(graphArb, { numRuns: 120, seed: 20261130 });
-  nativeBatch(() => graphs.forEach((g) => checkGraph(g, false)));
-  graphs.forEach((g) => checkGraph(g, true));
+  nativeBatch(() => graphs.forEach((g) => checkGraph(g, NATIVE, false)));
+  graphs.forEach((g) => checkGraph(g, NATIVE));
   // and a shrinking property run over fresh graphs (a few: each may compile a unit)
-  fc.assert(fc.property(graphArb, (g) => checkGraph(g, true)), { numRuns: 4 });
+  fc.assert(fc.property(graphArb, (g) => checkGraph(g, NATIVE)), { numRuns: 4 });
 });
 
 // ---- large kernels: the threaded paths (OpenMP splits, chunked 1-D loops, matmul blocks) ----
@@ -137,25 +74,7 @@ test('native: large kernels (split across threads) equal eager', { skip }, () =>
     ['batch-1 matmul, rows split', (x, y) => x.matmul(y.transpose(-1, -2).transpose(-1, -2)), [one, kiln.keep(kiln.randn([160, 96]))]],
     ['comparisons, where, int math', (x) => { const i = x.mul(100).to('int32'); return [kiln.where(x.gt(0), x, x.mul(0.5)), i.mul(i).add(7).float(), x.gt(0.5).logicalOr(x.lt(-0.5)).float()]; }, [big]],
   ];
-  for (const [name, fn, inputs] of cases) {
-    kiln.scope(() => {
-      kiln.compiler.reset();
-      const js = asList(fn(...inputs)).map((t) => Array.from(t.dataSync()));
-      const nat = kiln.compile(fn, NATIVE);
-      for (const call of ['trace', 'replay']) {
-        const got = asList(nat(...inputs)).map((t) => Array.from(t.dataSync()));
-        got.forEach((g, o) => {
-          const e = js[o]!;
-          assert.equal(g.length, e.length);
-          let scale = 1e-3;
-          for (const v of e) scale = Math.max(scale, Math.abs(v));
-          for (let k = 0; k < e.length; k++) {
-            if (!(Math.abs(g[k]! - e[k]!) <= 2e-5 * scale + 1e-5) && !(Number.isNaN(g[k]) && Number.isNaN(e[k]))) assert.fail(`${name} (${call}) output ${o}[${k}]: native ${g[k]} vs eager ${e[k]}`);
-          }
-        });
-      }
-    });
-  }
+  for (const [name, fn, inputs] of cases) compareWithEager(name, fn, inputs, NATIVE);
   for (const t of [big, rows, a, w, bias, qa, qb, one]) t.dispose();
 });
 
@@ -212,34 +131,8 @@ test('native: a disposed output is recycled by the next call (dirty memory, same
 
 // ---- a training step ----
 
-function mlpStep(backend: string | null, opt: 'sgd' | 'adam') {
-  kiln.manualSeed(7);
-  const model = new kiln.nn.Sequential(new kiln.nn.Linear(12, 32), new kiln.nn.ReLU(), new kiln.nn.Linear(32, 16), new kiln.nn.Tanh(), new kiln.nn.Linear(16, 3));
-  const optim = opt === 'sgd' ? new kiln.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 }) : new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-  const x = kiln.keep(kiln.randn([64, 12]));
-  const y = kiln.keep(kiln.randint(0, 3, [64]));
-  const step = (xb: kiln.Tensor, yb: kiln.Tensor) => {
-    optim.zeroGrad();
-    const loss = kiln.crossEntropy(model.call(xb), yb);
-    loss.backward();
-    optim.step();
-    return loss;
-  };
-  const run = backend ? kiln.compile(step, { backend, fullgraph: true }) : step;
-  const losses: number[] = [];
-  for (let i = 0; i < 6; i++) losses.push(kiln.scope(() => (run(x, y) as kiln.Tensor).item()));
-  return { losses, params: model.parameters().map((p) => Array.from(p.dataSync())) };
-}
-
 for (const opt of ['sgd', 'adam'] as const) {
-  test(`native: a compiled MLP training step (${opt}) equals eager over several steps`, { skip }, () => {
-    kiln.compiler.reset();
-    const eager = mlpStep(null, opt);
-    const native = mlpStep('native', opt);
-    native.losses.forEach((l, i) => assert.ok(Math.abs(l - eager.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(eager.losses[i]!)), `step ${i}: native loss ${l} vs eager ${eager.losses[i]}`));
-    native.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - eager.params[i]![j]!) <= 1e-4, `param ${i}[${j}]: ${v} vs ${eager.params[i]![j]}`)));
-    assert.ok(kiln.stats().cacheHits >= 4, 'the step replayed');
-  });
+  test(`native: a compiled MLP training step (${opt}) equals eager over several steps`, { skip }, () => checkMlpStepsMatchEager('native', opt));
 }
 
 // ---- the disk cache ----

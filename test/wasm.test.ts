@@ -7,100 +7,27 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import * as kiln from 'kiln';
-import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL } from './op-table.js';
-import { opArb, program, shapeArb, type Op, type T } from './helpers/random-graphs.js';
+import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.js';
+import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
+import { compareWithEager } from './helpers/compare-eager.js';
+import { checkMlpStepsMatchEager } from './helpers/mlp-step.js';
 
 const WASM = { backend: 'wasm', fullgraph: true } as const;
-const base = baseSeed();
-const RANDOM = /dropout/;
-const READS_DATA = /oneHot.*infer|oneHot$/;
 
 test('wasm: every op-table case compiled equals the float64 reference', () => {
-  const failures: string[] = [];
-  for (const c of OP_TABLE) {
-    const seed = caseSeed(base, c.name);
-    try {
-      withSeed(base, seed, () => {
-        kiln.scope(() => {
-          kiln.compiler.reset();
-          const rng = new Rng(seed, 'float32');
-          const inputs = c.make(rng);
-          const before = inputs.map(toND);
-          const fn = (...xs: kiln.Tensor[]) => c.run(kiln, xs);
-          const compiled = kiln.compile(fn, { ...WASM, fullgraph: !READS_DATA.test(c.name) });
-          for (const call of ['trace', 'replay']) {
-            const outs = asList(compiled(...inputs) as kiln.Tensor | readonly kiln.Tensor[]);
-            if (RANDOM.test(c.name)) {
-              assert.deepEqual(outs.map((o) => o.shape), asList(fn(...inputs)).map((o) => o.shape));
-              continue;
-            }
-            checkOutputs(`${c.name} (wasm ${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
-          }
-        });
-      });
-    } catch (e) {
-      failures.push(`${c.name}: ${(e as Error).message.split('\n').slice(0, 3).join(' | ')}`);
-    }
-  }
+  // each failure reported in its first three lines
+  const failures = opTableFailures((c) => checkCompiledCase(c, WASM), 3);
   assert.deepEqual(failures, []);
   assert.ok(kiln.wasmStats().kernels > 50, 'the cases ran wasm kernels');
 });
 
 // ---- random graphs (as test/compile-random-graphs.test.ts, on wasm) ----
 
-const graphArb = fc.tuple(shapeArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 3 }), fc.nat(1000));
-
-function checkGraph([[a, b, c], ops, nOut, seed]: [[number, number, number], Op[], number, number]): void {
-  kiln.scope(() => {
-    kiln.compiler.reset();
-    kiln.manualSeed(seed);
-    const inputs = [kiln.randn([a, b, c]), kiln.randn([b, c]), kiln.randn([1, c]), kiln.randn([c, c])];
-    const fn = program(ops, nOut);
-    const eager = fn(...inputs);
-    const compiled = kiln.compile(fn, WASM);
-    for (const call of ['trace', 'replay']) {
-      const got = compiled(...inputs);
-      assert.equal(got.length, eager.length);
-      got.forEach((g, i) => {
-        const e = eager[i]!;
-        assert.deepEqual(g.shape, e.shape, `${call} output ${i} shape`);
-        const x = g.dataSync(), y = e.dataSync();
-        let scale = 1e-3;
-        for (let k = 0; k < y.length; k++) scale = Math.max(scale, Math.abs(y[k]!));
-        for (let k = 0; k < y.length; k++) {
-          const bad = !(Math.abs(x[k]! - y[k]!) <= 1e-5 * scale + 1e-6) && !(Number.isNaN(x[k]!) && Number.isNaN(y[k]!)) && x[k] !== y[k];
-          if (bad) assert.fail(`wasm ${call} output ${i}[${k}]: compiled ${x[k]} vs eager ${y[k]} (ops ${JSON.stringify(ops)})`);
-        }
-      });
-    }
-  });
-}
-
 test('wasm: random graphs compiled (fullgraph) equal eager', () => {
-  fc.assert(fc.property(graphArb, (g) => checkGraph(g)), { numRuns: 120, seed: 20261130 });
+  fc.assert(fc.property(graphArb, (g) => checkGraph(g, WASM)), { numRuns: 120, seed: 20261130 });
 });
 
 // ---- large kernels: the threaded paths and the vectorized loops ----
-
-function compare(name: string, fn: (...xs: T[]) => T | T[], inputs: T[], tol = 2e-5): void {
-  kiln.scope(() => {
-    kiln.compiler.reset();
-    const js = asList(fn(...inputs)).map((t) => Array.from(t.dataSync()));
-    const w = kiln.compile(fn, WASM);
-    for (const call of ['trace', 'replay']) {
-      const got = asList(w(...inputs)).map((t) => Array.from(t.dataSync()));
-      got.forEach((g, o) => {
-        const e = js[o]!;
-        assert.equal(g.length, e.length);
-        let scale = 1e-3;
-        for (const v of e) scale = Math.max(scale, Math.abs(v));
-        for (let k = 0; k < e.length; k++) {
-          if (!(Math.abs(g[k]! - e[k]!) <= tol * scale + 1e-5) && !(Number.isNaN(g[k]) && Number.isNaN(e[k]))) assert.fail(`${name} (${call}) output ${o}[${k}]: wasm ${g[k]} vs eager ${e[k]}`);
-        }
-      });
-    }
-  });
-}
 
 test('wasm: large kernels (split across threads, f32x4 loops, blocked matmul) equal eager', () => {
   kiln.manualSeed(11);
@@ -127,41 +54,15 @@ test('wasm: large kernels (split across threads, f32x4 loops, blocked matmul) eq
     ['odd-sized matmul (partial tiles)', (x, y) => x.matmul(y), [sq, sq2]],
     ['comparisons, where, int math', (x) => { const i = x.mul(100).to('int32'); return [kiln.where(x.gt(0), x, x.mul(0.5)), i.mul(i).add(7).float(), x.gt(0.5).logicalOr(x.lt(-0.5)).float()]; }, [big]],
   ];
-  for (const [name, fn, inputs] of cases) compare(name, fn, inputs);
+  for (const [name, fn, inputs] of cases) compareWithEager(name, fn, inputs, WASM);
   if (kiln.wasmStats().threads > 1) assert.ok(kiln.wasmStats().parallelLaunches > before, 'large kernels were split across threads');
   for (const t of [big, rows, a, w, bias, qa, qb, one, sq, sq2]) t.dispose();
 });
 
 // ---- a training step ----
 
-function mlpStep(backend: string | null, opt: 'sgd' | 'adam') {
-  kiln.manualSeed(7);
-  const model = new kiln.nn.Sequential(new kiln.nn.Linear(12, 32), new kiln.nn.ReLU(), new kiln.nn.Linear(32, 16), new kiln.nn.Tanh(), new kiln.nn.Linear(16, 3));
-  const optim = opt === 'sgd' ? new kiln.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 }) : new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-  const x = kiln.keep(kiln.randn([64, 12]));
-  const y = kiln.keep(kiln.randint(0, 3, [64]));
-  const step = (xb: kiln.Tensor, yb: kiln.Tensor) => {
-    optim.zeroGrad();
-    const loss = kiln.crossEntropy(model.call(xb), yb);
-    loss.backward();
-    optim.step();
-    return loss;
-  };
-  const run = backend ? kiln.compile(step, { backend, fullgraph: true }) : step;
-  const losses: number[] = [];
-  for (let i = 0; i < 6; i++) losses.push(kiln.scope(() => (run(x, y) as kiln.Tensor).item()));
-  return { losses, params: model.parameters().map((p) => Array.from(p.dataSync())) };
-}
-
 for (const opt of ['sgd', 'adam'] as const) {
-  test(`wasm: a compiled MLP training step (${opt}) equals eager over several steps`, () => {
-    kiln.compiler.reset();
-    const eager = mlpStep(null, opt);
-    const wasm = mlpStep('wasm', opt);
-    wasm.losses.forEach((l, i) => assert.ok(Math.abs(l - eager.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(eager.losses[i]!)), `step ${i}: wasm loss ${l} vs eager ${eager.losses[i]}`));
-    wasm.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - eager.params[i]![j]!) <= 1e-4, `param ${i}[${j}]: ${v} vs ${eager.params[i]![j]}`)));
-    assert.ok(kiln.stats().cacheHits >= 4, 'the step replayed');
-  });
+  test(`wasm: a compiled MLP training step (${opt}) equals eager over several steps`, () => checkMlpStepsMatchEager('wasm', opt));
 }
 
 // ---- threads ----

@@ -1,6 +1,8 @@
-// Random op programs for property tests of the compiler (shared by the js and native tests):
-// a pool of tensors, a list of ops that pick operands from it (invalid combinations skipped).
+// Random op programs for property tests of the compiler (shared by the js, wasm, native and
+// webgpu tests): a pool of tensors, a list of ops that pick operands from it (invalid
+// combinations skipped); and the property itself, compiled equals eager, for the sync backends.
 
+import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import * as kiln from 'kiln';
 
@@ -65,3 +67,40 @@ export function program(ops: readonly Op[], nOut: number) {
 }
 
 export const shapeArb = fc.tuple(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 2, max: 5 }));
+
+/** A random graph: input sizes [a, b, c], its ops, how many outputs, the seed of its inputs. */
+export type Graph = [[number, number, number], Op[], number, number];
+export const graphArb: fc.Arbitrary<Graph> = fc.tuple(shapeArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 3 }), fc.nat(1000));
+
+/**
+ * Compiles graph `g` with `opts` and checks its outputs on trace and replay against eager
+ * (|compiled - eager| <= 1e-5 * max |eager| + 1e-6, NaNs matching). `check` false: one call,
+ * unchecked (a trace inside nativeBatch). Failure messages name the backend and the ops.
+ */
+export function checkGraph([[a, b, c], ops, nOut, seed]: Graph, opts: kiln.CompileOptions, check = true): void {
+  kiln.scope(() => {
+    kiln.compiler.reset();
+    kiln.manualSeed(seed);
+    const inputs = [kiln.randn([a, b, c]), kiln.randn([b, c]), kiln.randn([1, c]), kiln.randn([c, c])];
+    const fn = program(ops, nOut);
+    const eager = fn(...inputs);
+    const compiled = kiln.compile(fn, opts);
+    const on = opts.backend ? `${opts.backend} ` : '';
+    for (const call of check ? ['trace', 'replay'] : ['trace']) {
+      const got = compiled(...inputs);
+      if (!check) continue;
+      assert.equal(got.length, eager.length);
+      got.forEach((g, i) => {
+        const e = eager[i]!;
+        assert.deepEqual(g.shape, e.shape, `${call} output ${i} shape`);
+        const x = g.dataSync(), y = e.dataSync();
+        let scale = 1e-3;
+        for (let k = 0; k < y.length; k++) scale = Math.max(scale, Math.abs(y[k]!));
+        for (let k = 0; k < y.length; k++) {
+          const bad = !(Math.abs(x[k]! - y[k]!) <= 1e-5 * scale + 1e-6) && !(Number.isNaN(x[k]!) && Number.isNaN(y[k]!)) && x[k] !== y[k];
+          if (bad) assert.fail(`${on}${call} output ${i}[${k}]: compiled ${x[k]} vs eager ${y[k]} (ops ${JSON.stringify(ops)})`);
+        }
+      });
+    }
+  });
+}

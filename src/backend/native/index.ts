@@ -13,6 +13,7 @@ import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
 import { itemSize, type DType, type TypedArray } from '../../core/dtype.js';
 import { JsBackend, type JsBuffer } from '../js/index.js';
+import { JsBufferBackend } from '../js/buffer-backend.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { threadCount } from '../js/threads.js';
 import { C_HEADER, renderKernelC, runtimeSource, type Param } from './render-c.js';
@@ -101,7 +102,7 @@ export function nativeUnavailableReason(): string | null {
  * A backend whose loop kernels are native code; everything else (buffers, eager kernels) is
  * the wrapped JS backend's, so the two work on the same typed arrays.
  */
-export class NativeBackend implements Backend {
+export class NativeBackend extends JsBufferBackend implements Backend {
   readonly name = 'native';
   /**
    * Dynamic kernels (issue 7) render once: the C reads s0, s1, ... from the sizes buffer at
@@ -109,7 +110,9 @@ export class NativeBackend implements Backend {
    * prepares each once and no size compiles C again.
    */
   readonly symbolicKernels = true;
-  constructor(readonly js: JsBackend = new JsBackend()) {}
+  constructor(js: JsBackend = new JsBackend()) {
+    super(js);
+  }
   private readonly pending: NativeKernel[] = [];
   private readonly kernels = new Map<string, NativeKernel>();
 
@@ -133,18 +136,6 @@ export class NativeBackend implements Backend {
     // Programs' buffers (the hint) are recycled through the pool; eager ones are fresh (zeroed).
     if (hint !== 'shared') return this.js.alloc(dtype, size);
     return allocPooled(dtype, size, itemSize(dtype), () => this.js.alloc(dtype, size) as JsBuffer);
-  }
-  free(buf: BackendBuffer): void {
-    this.js.free(buf);
-  }
-  write(buf: BackendBuffer, data: TypedArray, offset?: number): void {
-    this.js.write(buf, data, offset);
-  }
-  readSync(buf: BackendBuffer): TypedArray {
-    return this.js.readSync(buf);
-  }
-  read(buf: BackendBuffer): Promise<TypedArray> {
-    return this.js.read(buf);
   }
 
   prepare(spec: KernelSpec): PreparedKernel {

@@ -6,8 +6,9 @@
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
-import type { DType, TypedArray } from '../../core/dtype.js';
+import type { DType } from '../../core/dtype.js';
 import { JsBackend, JsBuffer } from '../js/index.js';
+import { JsBufferBackend } from '../js/buffer-backend.js';
 import { chunkGrain, threadCount } from '../js/threads.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { Heap, type HeapStats } from './heap.js';
@@ -85,7 +86,7 @@ function kernelKey(k: LoopKernel): string {
   return JSON.stringify(k, (key, v) => (key === 'name' ? undefined : v));
 }
 
-export class WasmBackend implements Backend {
+export class WasmBackend extends JsBufferBackend implements Backend {
   readonly name = 'wasm';
   /** dynamic kernels render once and read their sizes at entry (sizes.ts): no per-size compile */
   readonly symbolicKernels = true;
@@ -103,9 +104,10 @@ export class WasmBackend implements Backend {
   /** messages for the logs (set by register.ts) */
   log: (msg: string) => void = () => {};
 
-  constructor(readonly js: JsBackend = new JsBackend(), opts: { threads?: number; shared?: boolean } = {}) {
+  constructor(js: JsBackend = new JsBackend(), opts: { threads?: number; shared?: boolean } = {}) {
     const why = wasmUnavailableReason();
     if (why) throw new WasmUnavailableError(why);
+    super(js);
     this.heap = new Heap(opts.shared === false);
     this.imports = { env: { memory: this.heap.memory }, math: mathImports() };
     const pool = createPool(opts.threads ?? threadCount(), this.heap.memory, this.heap.shared);
@@ -119,18 +121,6 @@ export class WasmBackend implements Backend {
 
   alloc(dtype: DType, size: number): BackendBuffer {
     return this.heap.allocBuffer((data) => new JsBuffer(dtype, data), dtype, size);
-  }
-  free(buf: BackendBuffer): void {
-    this.js.free(buf);
-  }
-  write(buf: BackendBuffer, data: TypedArray, offset?: number): void {
-    this.js.write(buf, data, offset);
-  }
-  readSync(buf: BackendBuffer): TypedArray {
-    return this.js.readSync(buf);
-  }
-  read(buf: BackendBuffer): Promise<TypedArray> {
-    return this.js.read(buf);
   }
 
   prepare(spec: KernelSpec): PreparedKernel {
