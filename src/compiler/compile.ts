@@ -25,6 +25,7 @@ import { allSizeChanges, type SizeChange } from './guards.js';
 import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js';
 import { DynamicProgram } from './dynamic-program.js';
 import { bucketCall, type BucketSpec } from './bucket.js';
+import type { WarmupState } from './cache/warmup.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
@@ -125,6 +126,8 @@ export class CompiledFunction {
   private tracingArgs: unknown[] = [];
   /** filled while tracing; explain() reads it */
   report: CompileReport | null = null;
+  /** the graph the last call ran and the leaves whose .grad it set (warm-up reports its writes) */
+  private lastRun: { graph: Graph; gradLeaves: readonly Tensor[] } | null = null;
 
   constructor(
     private readonly fn: (...args: unknown[]) => unknown,
@@ -165,6 +168,31 @@ export class CompiledFunction {
 
   get entryCount(): number {
     return this.entries.length;
+  }
+
+  /**
+   * What warm-up saves and restores (src/compiler/cache/warmup.ts): the state kiln knows (a
+   * module's parameters and buffers, the { captures }) and what the last call wrote.
+   */
+  warmupState(): WarmupState {
+    return {
+      known: () => {
+        const m = this.module as (ModuleLike & { parameters?(): Tensor[]; buffers?(): Tensor[] }) | undefined;
+        const out = [...(m?.parameters?.() ?? []), ...(m?.buffers?.() ?? [])];
+        for (const t of Object.values(this.opts.captures ?? {})) if (t instanceof Tensor) out.push(t);
+        return [...new Set(out)];
+      },
+      writes: () => {
+        const run = this.lastRun;
+        if (!run) return null;
+        const tensors: { tensor: Tensor; label: string }[] = [];
+        for (const m of run.graph.mutations) {
+          const src = run.graph.nodes[m.target]?.source;
+          if (src?.kind === 'ref') tensors.push({ tensor: src.tensor, label: src.label });
+        }
+        return { tensors, gradLeaves: run.gradLeaves };
+      },
+    };
   }
 
   /** The compiled entries, newest last (artifacts export them: src/compiler/cache/artifact.ts). */
@@ -270,6 +298,7 @@ export class CompiledFunction {
 
   private replay(e: Entry, args: unknown[]): unknown {
     const inputs = resolveInputs(e.graph, args, this.argNames);
+    this.lastRun = { graph: e.graph, gradLeaves: e.gradLeaves.map((g) => g.leaf) };
     releaseReplacedGrads(e.gradLeaves, inputs);
     const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
     applyGradEffects(e.gradLeaves, outs);
@@ -314,6 +343,7 @@ export class CompiledFunction {
       graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
       const replayable = tracer.segment === 0 && extra.length === 0;
       const compiled = this.finishSegment(tracer, graph, report, (ms) => (codegen += ms), args);
+      this.lastRun = { graph: compiled.graph, gradLeaves };
       finished = true;
       report.timings.total = performance.now() - t0;
       report.timings.codegen = codegen;
