@@ -420,3 +420,242 @@ test('webgpu: compiling for webgpu while the default backend is the CPU is a typ
 });
 
 void mismatch;
+
+// ---- reduce-overhead: prerecorded dispatches (src/backend/webgpu/prerecord.ts) ----
+
+/** Every value of some GPU tensors, for exact comparisons. */
+async function values(ts: readonly kiln.Tensor[]): Promise<number[][]> {
+  const out: number[][] = [];
+  for (const t of ts) out.push(Array.from(await t.data()));
+  return out;
+}
+
+/** The MLP example's step (Adam) compiled in `mode`, trained on batches that cycle over fresh GPU buffers. */
+async function trainMode(mode: 'default' | 'reduce-overhead', steps: number) {
+  kiln.compiler.reset();
+  kiln.setDefaultBackend(cpu);
+  kiln.manualSeed(11);
+  const batches = [0, 1, 2].map(() => ({ x: kiln.randn([64, 2]), y: kiln.randint(0, 3, [64]).int() }));
+  kiln.setDefaultBackend(gpu!);
+  try {
+    const { MlpClassifier } = await import('../examples/mlp.js');
+    kiln.manualSeed(12);
+    const model = new MlpClassifier(2, 64, 3);
+    const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
+    const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
+      opt.zeroGrad();
+      const loss = kiln.crossEntropy(model.call(x), y);
+      loss.backward();
+      opt.step();
+      return loss;
+    }, { name: 'mlp_step', backend: 'webgpu', fullgraph: true, mode });
+    const losses: number[] = [];
+    const perCall: { bindGroups: number; submits: number; dispatches: number; prerecorded: number }[] = [];
+    for (let i = 0; i < steps; i++) {
+      const b = batches[i % 3]!;
+      // the first steps upload each batch anew (new tensors; the pool may hand back a buffer
+      // an earlier batch freed), later ones reuse kept uploads (the same buffers every 3 calls)
+      const x = kiln.toBackend(b.x, gpu!), y = kiln.toBackend(b.y, gpu!);
+      await gpu!.sync();
+      const s0 = gpu!.stats;
+      const loss = kiln.scope(() => kiln.keep(step(x, y)));
+      await gpu!.sync();
+      const s1 = gpu!.stats;
+      perCall.push({ bindGroups: s1.bindGroups - s0.bindGroups, submits: s1.submits - s0.submits, dispatches: s1.dispatches - s0.dispatches, prerecorded: s1.prerecordedRuns - s0.prerecordedRuns });
+      losses.push((await loss.data())[0]!);
+      [loss, x, y].forEach((t) => t.dispose());
+    }
+    const params = await values(model.parameters());
+    const grads = await values(model.parameters().map((p) => p.grad!));
+    return { losses, params, grads, perCall };
+  } finally {
+    kiln.setDefaultBackend(cpu);
+  }
+}
+
+test('webgpu: reduce-overhead prerecords a training step: the same losses, weights and grads as the default mode, bit for bit, with inputs on new buffers; replays create no bind groups', { skip }, async () => {
+  const ref = await trainMode('default', 7);
+  const got = await trainMode('reduce-overhead', 7);
+  assert.deepEqual(got.losses, ref.losses);
+  assert.deepEqual(got.params, ref.params);
+  assert.deepEqual(got.grads, ref.grads);
+  // call 0 traces a one-shot program (Adam's state is made), call 1 builds the replayed one
+  for (const c of got.perCall.slice(1)) {
+    assert.equal(c.prerecorded, 1, 'the call ran prerecorded');
+    assert.equal(c.submits, 1, 'one submit per call');
+  }
+  // inputs are new tensors each call: only dispatches binding a buffer not seen before get a
+  // bind group (cached per dispatch), never the whole program's again
+  const replayDispatches = got.perCall[2]!.dispatches;
+  assert.ok(got.perCall.slice(2).every((c) => c.bindGroups < c.dispatches), JSON.stringify(got.perCall));
+  assert.equal(got.perCall.at(-1)!.dispatches, replayDispatches);
+  for (const c of ref.perCall) assert.equal(c.prerecorded, 0, 'the default mode encodes as before');
+});
+
+test('webgpu: reduce-overhead with kept inputs creates no bind group per call; outputs kept, recycled, and the same tensor passed twice (another alias pattern) equal the default mode', { skip }, async () => {
+  kiln.compiler.reset();
+  const [a, b, w] = onCpu(() => {
+    kiln.manualSeed(13);
+    return [kiln.randn([16, 16]), kiln.randn([16, 16]), kiln.randn([16, 16])];
+  });
+  const [ga, gb, gw] = [a, b, w].map((t) => kiln.keep(kiln.toBackend(t, gpu!)));
+  const fn = (p: kiln.Tensor, q: kiln.Tensor) => [kiln.softmax(p.matmul(gw).relu().add(q.sum(0)), -1), p.mul(q).tanh().sum(1), kiln.layerNorm(p.add(q), [16])];
+  const f = kiln.compile(fn, { backend: 'webgpu', fullgraph: true, mode: 'reduce-overhead' });
+  const g = kiln.compile(fn, { backend: 'webgpu', fullgraph: true });
+  // argument pairs: kept tensors, fresh uploads, the same tensor twice, swapped
+  const fresh = () => kiln.toBackend(onCpu(() => a.mul(0.5)), gpu!);
+  const calls: (() => [kiln.Tensor, kiln.Tensor])[] = [() => [ga, gb], () => [ga, gb], () => [fresh(), gb], () => [ga, ga], () => [ga, gb], () => [gb, ga], () => [fresh(), fresh()], () => [ga, ga]];
+  const kept: { outs: kiln.Tensor[]; want: number[][] }[] = [];
+  kiln.setDefaultBackend(gpu!);
+  try {
+    for (const [i, args] of calls.entries()) {
+      const [p, q] = args();
+      const want = await values(g(p, q));
+      const outs = f(p, q);
+      assert.deepEqual(await values(outs), want, `call ${i}`);
+      // keep every other call's outputs alive: the pool must not hand their buffers out again
+      if (i % 2 === 0) kept.push({ outs, want });
+      else outs.forEach((t) => t.dispose());
+    }
+    for (const [i, k] of kept.entries()) assert.deepEqual(await values(k.outs), k.want, `kept outputs ${i}`);
+    // steady state on the same buffers: no bind group created, one submit
+    for (let i = 0; i < 2; i++) f(ga, gb).forEach((t) => t.dispose());
+    await gpu!.sync();
+    const s0 = gpu!.stats;
+    const outs = f(ga, gb);
+    await gpu!.sync();
+    const s1 = gpu!.stats;
+    assert.equal(s1.bindGroups - s0.bindGroups, 0, 'no bind group created');
+    assert.equal(s1.submits - s0.submits, 1);
+    assert.equal(s1.prerecordedRuns - s0.prerecordedRuns, 1);
+    assert.ok(s1.dispatches - s0.dispatches >= 3);
+    outs.forEach((t) => t.dispose());
+  } finally {
+    kiln.setDefaultBackend(cpu);
+    kept.forEach((k) => k.outs.forEach((t) => t.dispose()));
+    [ga, gb, gw, a, b, w].forEach((t) => t.dispose());
+  }
+});
+
+test('webgpu: reduce-overhead says what runs prerecorded and why not: random uploads each call, a temporary copy stays per call, pad/cumsum are captured; results equal the default mode', { skip }, async () => {
+  kiln.compiler.reset();
+  const [x, w] = onCpu(() => {
+    kiln.manualSeed(14);
+    return [kiln.randn([8, 6]), kiln.randn([6, 6])];
+  });
+  const gx = kiln.keep(kiln.toBackend(x, gpu!)), gw = kiln.keep(kiln.toBackend(w, gpu!));
+  const idx = kiln.keep(kiln.toBackend(onCpu(() => kiln.tensor([2, 0, 5, 1], { dtype: 'int32' })), gpu!));
+  // dropout: a random step; indexSelect of a transposed view: its eager kernel copies the
+  // input to a contiguous temporary; pad and cumsum: opaque steps on program buffers only
+  const fn = (t: kiln.Tensor) => [kiln.dropout(t.matmul(gw), 0.5).sum(0), kiln.indexSelect(t.matmul(gw).transpose(0, 1), 0, idx), kiln.pad(t, [1, 1]).cumsum(1)];
+  kiln.setDefaultBackend(gpu!);
+  const logged: string[] = [];
+  const saved = console.error;
+  try {
+    const r = kiln.explain(fn, { backend: 'webgpu', mode: 'reduce-overhead', print: false })(gx);
+    const program = r.graphs[0]!.program!;
+    assert.match(program, /reduce-overhead: prerecorded 2 of 6 steps/);
+    assert.match(program, /random \(%\d+\): runs its eager kernels each call: fresh random numbers .*uploaded each call .*2 submits/);
+    assert.match(program, /pad \(%\d+\): its eager kernels are captured on the first call/);
+    const runs: number[][][] = [];
+    for (const mode of ['default', 'reduce-overhead'] as const) {
+      kiln.compiler.reset();
+      kiln.compiler.setLogs('perf');
+      console.error = (...m: unknown[]) => void logged.push(m.join(' '));
+      const f = kiln.compile(fn, { backend: 'webgpu', mode });
+      kiln.manualSeed(15);
+      const got: number[][] = [];
+      for (let i = 0; i < 3; i++) {
+        const outs = f(gx);
+        got.push(...(await values(outs)));
+        outs.forEach((t) => t.dispose());
+      }
+      console.error = saved;
+      kiln.compiler.setLogs([]);
+      runs.push(got);
+    }
+    assert.deepEqual(runs[1], runs[0], 'reduce-overhead equals the default mode (the same random numbers, the same kernels)');
+    const last = logged.filter((l) => /reduce-overhead on webgpu/.test(l)).at(-1) ?? '';
+    assert.match(last, /prerecorded 4 of 6 steps \(\d+ dispatches\)/, logged.join('\n'));
+    assert.match(last, /indexSelect \(%\d+\): runs its eager kernels each call: they allocate a temporary buffer/);
+    assert.match(last, /pad \(%\d+\): replayed as captured on the first call \(\d dispatch/);
+    assert.match(last, /cumsum \(%\d+\): replayed as captured/);
+  } finally {
+    console.error = saved;
+    kiln.compiler.setLogs([]);
+    kiln.setDefaultBackend(cpu);
+    [gx, gw, idx, x, w].forEach((t) => t.dispose());
+  }
+});
+
+test('webgpu: reduce-overhead keeps device errors typed (thrown by the next prerecorded call), and prerecord = false re-encodes as before', { skip }, async () => {
+  kiln.compiler.reset();
+  const x = kiln.keep(kiln.toBackend(onCpu(() => kiln.tensor([1, -2, 3, -4])), gpu!));
+  const fn = (t: kiln.Tensor) => t.relu().mul(2).sum();
+  const f = kiln.compile(fn, { backend: 'webgpu', fullgraph: true, mode: 'reduce-overhead' });
+  kiln.setDefaultBackend(gpu!);
+  try {
+    for (let i = 0; i < 2; i++) assert.deepEqual(Array.from(await f(x).data()), [8]);
+    // an error the device reported (validation, out of memory, ...) is thrown by the next call
+    const err = new kiln.WebGpuValidationError('injected by the test', 'webgpu', 'none');
+    (gpu as unknown as { fail(e: Error): void }).fail(err);
+    assert.throws(() => f(x), (e: unknown) => e === err);
+    assert.deepEqual(Array.from(await f(x).data()), [8], 'the next call runs');
+    // turned off: the program says so and encodes every dispatch on each call
+    gpu!.prerecord = false;
+    kiln.compiler.reset();
+    const r = kiln.explain(fn, { backend: 'webgpu', mode: 'reduce-overhead', print: false })(x);
+    assert.match(r.graphs[0]!.program!, /reduce-overhead: not prerecorded: turned off/);
+    const g = kiln.compile(fn, { backend: 'webgpu', fullgraph: true, mode: 'reduce-overhead' });
+    const s0 = gpu!.stats;
+    for (let i = 0; i < 2; i++) assert.deepEqual(Array.from(await g(x).data()), [8]);
+    assert.equal(gpu!.stats.prerecordedRuns - s0.prerecordedRuns, 0);
+  } finally {
+    gpu!.prerecord = true;
+    kiln.setDefaultBackend(cpu);
+    x.dispose();
+  }
+});
+
+test('webgpu: reduce-overhead replays conv2d/maxPool training (im2col, col2im, gather-like steps captured) exactly like the default mode', { skip }, async () => {
+  const run = async (mode: 'default' | 'reduce-overhead') => {
+    kiln.compiler.reset();
+    const [x, k, b] = onCpu(() => {
+      kiln.manualSeed(16);
+      return [kiln.randn([2, 3, 9, 9]), kiln.randn([4, 3, 3, 3]), kiln.randn([4])];
+    });
+    const [xd, kd, bd] = [x, k, b].map((t) => kiln.keep(kiln.toBackend(t, gpu!)));
+    xd!.requiresGrad = true;
+    kd!.requiresGrad = true;
+    const f = kiln.compile((bias: kiln.Tensor) => {
+      xd!.grad = null;
+      kd!.grad = null;
+      const y = kiln.maxPool2d(kiln.conv2d(xd!, kd!, bias, { padding: 1, stride: 2 }).relu(), 2, { stride: 1 });
+      const loss = y.square().mean();
+      loss.backward();
+      return [loss, y.sum([0, 1])];
+    }, { backend: 'webgpu', fullgraph: true, mode });
+    kiln.setDefaultBackend(gpu!);
+    const got: number[][] = [];
+    let last = { bindGroups: -1, prerecorded: -1 };
+    try {
+      for (let i = 0; i < 4; i++) {
+        const s0 = gpu!.stats;
+        const outs = f(bd!);
+        await gpu!.sync();
+        last = { bindGroups: gpu!.stats.bindGroups - s0.bindGroups, prerecorded: gpu!.stats.prerecordedRuns - s0.prerecordedRuns };
+        got.push(...(await values([...outs, xd!.grad!, kd!.grad!])));
+        outs.forEach((t) => t.dispose());
+      }
+    } finally {
+      kiln.setDefaultBackend(cpu);
+      [x, k, b, xd!, kd!, bd!, xd!.grad, kd!.grad].forEach((t) => t?.dispose());
+    }
+    return { got, last };
+  };
+  const ref = await run('default');
+  const pre = await run('reduce-overhead');
+  assert.deepEqual(pre.got, ref.got);
+  assert.equal(pre.last.prerecorded, 1);
+  assert.ok(pre.last.bindGroups < ref.last.bindGroups, `bind groups per call: ${pre.last.bindGroups} prerecorded vs ${ref.last.bindGroups}`);
+});

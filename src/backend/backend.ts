@@ -40,6 +40,13 @@ export interface Backend {
    */
   prewarm?(): void;
   /**
+   * reduce-overhead on a kernel backend that can prerecord a program (optional; webgpu): each
+   * step's pipelines, bindings and dispatch sizes are made once, so a call only encodes them.
+   * `variable`: the logical buffers that can differ between calls (inputs, this call's outputs);
+   * every other buffer the steps use (scratch slots, constants) is the same on every call.
+   */
+  recordProgram?(steps: readonly RecordStep[], variable: readonly number[]): ProgramRecording;
+  /**
    * The persistent compile cache and artifacts (optional, src/compiler/cache): the code this
    * backend generates for some loop-kernel specs, as JSON-safe data (e.g. JS sources).
    */
@@ -65,4 +72,13 @@ export interface Backend {
    */
   readonly syncReads?: boolean;
   syncReadError?(message: string, op: string, hint: string): Error;
+}
+
+/** a loop kernel (prepared), or an opaque step (its op and graph node) that runs `runOpaque` */
+export type RecordStep = { readonly prepared: PreparedKernel } | { readonly op: string; readonly node: number };
+export interface ProgramRecording {
+  /** what runs prerecorded and why the rest does not (print, explain's program text, perf log); kept current */
+  readonly summary: string;
+  /** runs the steps on this call's buffers, `opaque(i)` for step i's eager kernels; absent: not prerecorded (the summary says why) */
+  readonly run?: (bufs: readonly BackendBuffer[], opaque: (step: number) => void) => void;
 }

@@ -156,7 +156,7 @@ export class CompiledFunction {
     for (const n of notes) log('recompiles', `${this.name}: ${n}`);
     if (dims.length === 0) return null;
     const t0 = performance.now();
-    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend });
+    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead' });
     if ('failed' in r) {
       log('recompiles', `${this.name}: ${dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(', ')} stay static: ${r.failed}`);
       counters.dynamicFailures.push({ fn: this.name, reason: r.failed });

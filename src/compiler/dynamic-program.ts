@@ -69,7 +69,7 @@ export class DynamicProgram {
     readonly lowered: Lowered,
     readonly backend: Backend,
     readonly symbols: readonly SymbolSource[],
-    readonly opts: { kernelBackend?: Backend; name: string },
+    readonly opts: { kernelBackend?: Backend; name: string; reuseOutputs?: boolean },
   ) {
     const nb = lowered.buffers.length;
     const kb = opts.kernelBackend;
@@ -252,7 +252,7 @@ export class DynamicProgram {
       for (const s of spec.steps) if (s.kind === 'kernel') (s as { kernel: LoopKernel }).kernel = specializeKernel(s.kernel, values);
       log('recompiles', `${this.opts.name}: specializing the dynamic program for ${this.symbols.map((s, i) => `${s.name}=${values[i]}`).join(', ')} on the ${this.opts.kernelBackend!.name} backend (its renderer has no symbolic sizes yet; cached per size)`);
       log('perf', `${this.opts.name}: ${this.opts.kernelBackend!.name} kernels compiled for sizes ${key}`);
-      p = new FusedProgram(spec, this.backend, { kernelBackend: this.opts.kernelBackend });
+      p = new FusedProgram(spec, this.backend, { kernelBackend: this.opts.kernelBackend, reuseOutputs: this.opts.reuseOutputs });
       if (this.specialized.size >= 32) this.specialized.delete(this.specialized.keys().next().value!);
       this.specialized.set(key, p);
       this.specializations++;

@@ -130,6 +130,8 @@ export function planDynamic(ctx: {
   dims: DynDim[];
   backend: Backend;
   kernelBackend?: Backend;
+  /** reduce-overhead: per-size programs recycle their outputs (and prerecord where the backend can) */
+  reuseOutputs?: boolean;
 }): DynamicPlan | { failed: string } {
   let syms = groupSymbols(ctx.dims);
   if (syms.length > 4) return { failed: `${syms.length} distinct dynamic sizes; at most 4 are supported (mark the others static)` };
@@ -234,7 +236,7 @@ function tryPlan(ctx: Parameters<typeof planDynamic>[0], syms: readonly SymDef[]
     verified = false;
   }
   if (!verified) return { failed: 'the graph at the traced size differs from the symbolic graph at that size (the code treats this size specially)' };
-  const program = new DynamicProgram(lowered, ctx.backend, symbols, { kernelBackend: ctx.kernelBackend, name: ctx.name });
+  const program = new DynamicProgram(lowered, ctx.backend, symbols, { kernelBackend: ctx.kernelBackend, name: ctx.name, reuseOutputs: ctx.reuseOutputs });
   const notes = syms.map((s, i) => `s${i} = ${s.dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(' = ')} (${s.dims[0]!.why}; ${s.min} <= s${i}${s.max < Number.MAX_SAFE_INTEGER ? ` <= ${s.max}` : ''}; traced at ${s.value})`);
   return {
     program, graph, symbols, guardSpec, notes, used: false,

@@ -56,6 +56,9 @@ export function formatExplain(r: CompileReport): string {
   r.graphs.forEach((g, i) => {
     lines.push(`  graph ${i} (${g.ops} ops):`);
     lines.push(...g.text.split('\n').map((l) => `    ${l}`));
+    // how the program runs when it is not the plain kernel list (e.g. WebGPU prerecording)
+    const mode = g.program?.split('\n').find((l) => l.startsWith('reduce-overhead: '));
+    if (mode) lines.push(`    ${mode}`);
   });
   if (r.guards.length) {
     lines.push('  guards:');

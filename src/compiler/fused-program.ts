@@ -3,7 +3,7 @@
 // dies). Outputs belong to the caller: each call gets its own, but the buffer of an output
 // the caller disposed comes back to the program (OutputPool) and serves a later call.
 
-import type { Backend, BackendBuffer, PreparedKernel } from '../backend/backend.js';
+import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording } from '../backend/backend.js';
 import { itemSize, type DType } from '../core/dtype.js';
 import { defaultGenerator } from '../core/random.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
@@ -11,6 +11,7 @@ import { runtime } from '../ops/dispatch.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, type LoopKernel, type MatmulKernel } from './loop-ir.js';
+import { log } from './logs.js';
 
 /** The cache blockings max-autotune tries on each matmul (the first is the default). */
 const MATMUL_TILE_CANDIDATES = [
@@ -114,6 +115,9 @@ export class FusedProgram {
   private readonly recycleAll: boolean;
   /** prepares and launches the loop kernels (`backend` unless another one shares its buffers, e.g. native) */
   readonly kernelBackend: Backend;
+  /** reduce-overhead on a backend that prerecords (webgpu): the steps' prerecorded state */
+  private readonly recording: ProgramRecording | null = null;
+  private loggedSummary = '';
 
   constructor(
     readonly lowered: Lowered,
@@ -149,6 +153,11 @@ export class FusedProgram {
     const n = lowered.buffers.length;
     this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: kb.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
     kb.flush?.();
+    if (this.recycleAll && kb.recordProgram) {
+      const variable = [...lowered.inputBuffers, ...this.perCall.map((b) => b.id)];
+      this.recording = kb.recordProgram(this.planned.map((p) => (p.step.kind === 'opaque' ? { op: p.step.node.op, node: p.step.node.id } : { prepared: p.prepared! })), variable);
+      this.logRecording();
+    }
   }
 
   get kernels(): LoopKernel[] {
@@ -186,10 +195,15 @@ export class FusedProgram {
         storages.set(b.id, st);
       }
     }
-    const args = { kind: 'loop' as const, buffers: bufs };
-    for (const p of this.planned) {
-      if (p.prepared) this.kernelBackend.launch(p.prepared, args);
-      else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
+    if (this.recording?.run) {
+      this.recording.run(bufs, (i) => runOpaque(this.planned[i]!.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend));
+      if (this.recording.summary !== this.loggedSummary) this.logRecording();
+    } else {
+      const args = { kind: 'loop' as const, buffers: bufs };
+      for (const p of this.planned) {
+        if (p.prepared) this.kernelBackend.launch(p.prepared, args);
+        else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
+      }
     }
     for (const i of this.writtenInputs) inputs[i]!.storage.version++;
     return l.outputs.map((o) => {
@@ -207,11 +221,17 @@ export class FusedProgram {
   print(): string {
     const on = this.kernelBackend !== this.backend ? ` (kernels on ${this.kernelBackend.name})` : '';
     const lines = [`fused program${on}: ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps; scratch ${this.plan.slots.length} buffers / ${this.plan.scratchBytes} bytes (reused by lifetime, ${this.plan.inPlace} in place), outputs ${this.plan.outputBytes} bytes`];
+    if (this.recording) lines.push(`reduce-overhead: ${this.recording.summary}`);
     for (const s of this.lowered.steps) {
       if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
       else lines.push(`opaque ${s.node.op} (%${s.node.id}): (${s.inputs.map((v) => `buf${v.buf}`).join(', ')}) -> buf${s.out.buf}`);
     }
     return lines.join('\n');
+  }
+
+  private logRecording(): void {
+    this.loggedSummary = this.recording!.summary;
+    log('perf', `reduce-overhead on ${this.kernelBackend.name}: ${this.loggedSummary}`);
   }
 
   /** Generated source of every kernel, where the backend can show it (KILN_LOGS=output_code). */

@@ -5,14 +5,16 @@
 // Submission: launches record dispatches into one open compute pass; the pass is submitted
 // when the JavaScript turn ends (a microtask), or earlier when a write, read or buffer
 // destruction needs queue order. A compiled program's run is one synchronous call, so all
-// its kernels go in one command buffer, one submit.
+// its kernels go in one command buffer, one submit. In mode 'reduce-overhead' a program's
+// steps are prerecorded (prerecord.ts): pipelines, bind groups and grids made once, so a call
+// only encodes them in one loop.
 //
 // Errors the device reports later (validation, out of memory, a shader compile error, a lost
 // device) are kept and thrown by the next call, and reject pending reads: never swallowed.
 
 /// <reference types="@webgpu/types" />
 
-import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
+import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording, RecordStep } from '../backend.js';
 import type { KernelArgs, KernelSpec, RandomDist } from '../kernel-spec.js';
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
 import type { LoopKernel } from '../../compiler/loop-ir.js';
@@ -23,6 +25,7 @@ import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
 import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
 import { splitForBindings } from './split.js';
+import { PrerecordedProgram } from './prerecord.js';
 
 const MAP_READ = 1, COPY_DST = 8;
 const GPU_MAP_READ = 1;
@@ -44,12 +47,22 @@ export class WebGpuBuffer implements BackendBuffer {
   }
 }
 
-interface Compiled {
+/** @internal a WGSL kernel ready to dispatch */
+export interface Compiled {
   readonly w: WgslKernel;
   readonly pipeline: GPUComputePipeline;
+  readonly layout: GPUBindGroupLayout;
 }
 
-interface GpuKernel extends PreparedKernel {
+/** @internal what a dispatch recorded while capturing bound (prerecord.ts) */
+export interface Capture {
+  readonly dispatches: { readonly c: Compiled; readonly buffers: readonly WebGpuBuffer[] }[];
+  /** why the captured work cannot be replayed (it allocated, wrote or freed a buffer) */
+  broken?: string;
+}
+
+/** @internal */
+export interface GpuKernel extends PreparedKernel {
   /** loop kernels: rendered per alias pattern of the launch's buffers ('' = none) */
   readonly variants?: Map<string, Compiled[]>;
 }
@@ -57,6 +70,10 @@ interface GpuKernel extends PreparedKernel {
 export interface WebGpuStats {
   dispatches: number;
   submits: number;
+  /** bind groups created (a prerecorded program creates none while its buffers stay the same) */
+  bindGroups: number;
+  /** program calls run from prerecorded dispatches (reduce-overhead) */
+  prerecordedRuns: number;
   pipelines: number;
   reads: number;
   buffersCreated: number;
@@ -75,8 +92,18 @@ export class WebGpuBackend implements Backend {
   }
   private readonly pool: BufferPool;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly layouts = new Map<GPUComputePipeline, GPUBindGroupLayout>();
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
+  /** the pipeline last set in the open pass (state persists within a pass) */
+  private passPipeline: GPUComputePipeline | null = null;
+  /** while an opaque step of a prerecorded program is captured (prerecord.ts) */
+  private capturing: Capture | null = null;
+  /**
+   * reduce-overhead: prerecord compiled programs (prerecord.ts). Read when a program is built;
+   * false builds them as in the default mode (re-encoded each call: benchmarks, comparisons).
+   */
+  prerecord = true;
   private submitQueued = false;
   /** an error the device reported since the last call (thrown once) */
   private pending: Error | null = null;
@@ -84,7 +111,8 @@ export class WebGpuBackend implements Backend {
   private lost: WebGpuDeviceLostError | null = null;
   /** asynchronous checks (error scopes) that reads wait for */
   private checks: Promise<void>[] = [];
-  private readonly counters = { dispatches: 0, submits: 0, reads: 0 };
+  /** @internal counters (prerecord.ts adds to them) */
+  readonly counters = { dispatches: 0, submits: 0, reads: 0, bindGroups: 0, prerecordedRuns: 0 };
   readonly maxStorageBuffers: number;
 
   constructor(readonly device: GPUDevice, readonly adapterInfo = '') {
@@ -109,8 +137,8 @@ export class WebGpuBackend implements Backend {
     this.pending ??= e;
   }
 
-  /** Throws what the device reported since the last call. */
-  private check(): void {
+  /** @internal Throws what the device reported since the last call. */
+  check(): void {
     if (this.lost) throw this.lost;
     const e = this.pending;
     if (e) {
@@ -132,6 +160,7 @@ export class WebGpuBackend implements Backend {
 
   alloc(dtype: DType, size: number): BackendBuffer {
     this.check();
+    if (this.capturing) this.capturing.broken ??= 'allocate a temporary buffer (e.g. a non-contiguous input made contiguous)';
     const bytes = Math.max(4, size * (dtype === 'float64' ? 8 : 4));
     const max = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
     if (bytes > max) {
@@ -144,6 +173,7 @@ export class WebGpuBackend implements Backend {
 
   free(buf: BackendBuffer): void {
     const b = buf as WebGpuBuffer;
+    if (this.capturing) this.capturing.broken ??= 'free a buffer';
     if (this.pool.give(b.gpu)) return;
     // destroying needs every recorded use submitted first
     this.submit();
@@ -153,6 +183,7 @@ export class WebGpuBackend implements Backend {
   write(buf: BackendBuffer, data: TypedArray, offset = 0): void {
     this.check();
     const b = buf as WebGpuBuffer;
+    if (this.capturing) this.capturing.broken ??= 'write from the host (a queue write)';
     // queue.writeBuffer runs before work submitted later: submit what is recorded first
     this.submit();
     const src = gpuArray(b.dtype, data);
@@ -169,6 +200,7 @@ export class WebGpuBackend implements Backend {
   async read(buf: BackendBuffer): Promise<TypedArray> {
     this.check();
     const b = buf as WebGpuBuffer;
+    if (this.capturing) this.capturing.broken ??= 'read a buffer';
     const bytes = Math.max(4, b.bytes);
     this.submit();
     const staging = this.device.createBuffer({ size: bytes, usage: MAP_READ | COPY_DST });
@@ -212,20 +244,32 @@ export class WebGpuBackend implements Backend {
     this.check();
     const k = kernel as GpuKernel;
     if (k.spec.kind === 'loop' && args.kind === 'loop') {
-      const alias = aliases(k.spec.kernel, args.buffers);
-      let list = k.variants!.get(alias.key);
-      if (!list) k.variants!.set(alias.key, (list = this.compile(k.spec.kernel, alias.map)));
-      for (const c of list) this.dispatch(c, args.buffers);
+      for (const c of this.variants(k, aliases(args.buffers))) this.dispatch(c, args.buffers);
       return;
     }
     if (INDEXING_KINDS.has(k.spec.kind)) {
       const { w, buffers } = renderIndexing(k.spec, args);
-      return this.dispatch({ w, pipeline: this.pipeline(w.code, w.writable) }, buffers);
+      return this.dispatch(this.compiled(w), buffers);
     }
     if (k.spec.kind === 'random' && args.kind === 'random') return this.random(k.spec.dist, args);
     const { kernel: lk, buffers } = eagerKernel(k.spec, args);
-    const alias = aliases(lk, buffers);
-    for (const c of this.compile(lk, alias.map)) this.dispatch(c, buffers);
+    for (const c of this.compile(lk, aliases(buffers).map)) this.dispatch(c, buffers);
+  }
+
+  /** @internal A loop kernel's WGSL for one alias pattern of its launch's buffers (rendered once per pattern). */
+  variants(k: GpuKernel, alias: Aliases): Compiled[] {
+    let list = k.variants!.get(alias.key);
+    if (!list) k.variants!.set(alias.key, (list = this.compile((k.spec as Extract<KernelSpec, { kind: 'loop' }>).kernel, alias.map)));
+    return list;
+  }
+
+  /**
+   * reduce-overhead (Backend.recordProgram, called by FusedProgram): the program's steps prerecorded
+   * with fixed pipelines, bind groups and grids (prerecord.ts).
+   */
+  recordProgram(steps: readonly RecordStep[], variable: readonly number[]): ProgramRecording {
+    if (!this.prerecord) return { summary: 'not prerecorded: turned off on this backend (prerecord = false); every dispatch is encoded on each call' };
+    return new PrerecordedProgram(this, steps, variable);
   }
 
   /**
@@ -261,8 +305,13 @@ export class WebGpuBackend implements Backend {
       if (w.bindings.length > this.maxStorageBuffers) {
         throw new WebGpuUnsupportedError(`kernel ${w.name} reads and writes ${w.bindings.length} buffers, more than this device binds per shader (maxStorageBuffersPerShaderStage = ${this.maxStorageBuffers})`, 'webgpu', 'compile smaller functions (fewer tensors per fused kernel), or use a device with a higher limit');
       }
-      return { w, pipeline: this.pipeline(w.code, w.writable) };
+      return this.compiled(w);
     });
+  }
+
+  private compiled(w: WgslKernel): Compiled {
+    const pipeline = this.pipeline(w.code, w.writable);
+    return { w, pipeline, layout: this.layouts.get(pipeline)! };
   }
 
   private pipeline(code: string, writable: readonly boolean[]): GPUComputePipeline {
@@ -277,6 +326,7 @@ export class WebGpuBackend implements Backend {
         entries: writable.map((w, i) => ({ binding: i, visibility: 4 /* COMPUTE */, buffer: { type: w ? 'storage' : 'read-only-storage' } as GPUBufferBindingLayout })),
       });
       p = this.device.createComputePipeline({ layout: this.device.createPipelineLayout({ bindGroupLayouts: [bgl] }), compute: { module, entryPoint: 'main' } });
+      this.layouts.set(p, bgl);
     }, async (e) => {
       const info = await module.getCompilationInfo();
       const err = info.messages.find((m) => m.type === 'error');
@@ -288,25 +338,54 @@ export class WebGpuBackend implements Backend {
   }
 
   private dispatch(c: Compiled, buffers: readonly BackendBuffer[]): void {
-    if (!this.pass) {
-      this.encoder = this.device.createCommandEncoder();
-      this.pass = this.encoder.beginComputePass();
-    }
-    const bindGroup = this.device.createBindGroup({
-      layout: c.pipeline.getBindGroupLayout(0),
-      entries: c.w.bindings.map((b, i) => ({ binding: i, resource: { buffer: (buffers[b] as WebGpuBuffer).gpu } })),
-    });
+    const bound = c.w.bindings.map((b) => buffers[b] as WebGpuBuffer);
     c.w.writable.forEach((w, i) => {
-      if (w) (buffers[c.w.bindings[i]!] as WebGpuBuffer).host = undefined;
+      if (w) bound[i]!.host = undefined;
     });
-    this.pass.setPipeline(c.pipeline);
-    this.pass.setBindGroup(0, bindGroup);
-    this.pass.dispatchWorkgroups(...c.w.grid);
+    this.capturing?.dispatches.push({ c, buffers: bound });
+    this.encode(c.pipeline, this.bindGroup(c.layout, bound.map((b) => b.gpu)), c.w.grid);
+  }
+
+  /** @internal A bind group of `buffers` in binding order. */
+  bindGroup(layout: GPUBindGroupLayout, buffers: readonly GPUBuffer[]): GPUBindGroup {
+    this.counters.bindGroups++;
+    return this.device.createBindGroup({ layout, entries: buffers.map((buffer, i) => ({ binding: i, resource: { buffer } })) });
+  }
+
+  /** @internal Records one dispatch into the open compute pass (opened here; submitted at the end of the turn). */
+  encode(pipeline: GPUComputePipeline, group: GPUBindGroup, grid: readonly [number, number, number]): void {
+    let pass = this.pass;
+    if (!pass) {
+      this.encoder = this.device.createCommandEncoder();
+      pass = this.pass = this.encoder.beginComputePass();
+      this.passPipeline = null;
+    }
+    if (pipeline !== this.passPipeline) {
+      pass.setPipeline(pipeline);
+      this.passPipeline = pipeline;
+    }
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
     this.counters.dispatches++;
     if (!this.submitQueued) {
       this.submitQueued = true;
       queueMicrotask(() => this.submit());
     }
+  }
+
+  /**
+   * @internal Runs `fn` (an opaque step's eager kernels) and returns the dispatches it made, with
+   * the buffers each bound; `broken` says why they cannot be replayed. Not reentrant.
+   */
+  capture(fn: () => void): Capture {
+    const cap: Capture = { dispatches: [] };
+    this.capturing = cap;
+    try {
+      fn();
+    } finally {
+      this.capturing = null;
+    }
+    return cap;
   }
 
   /** Submits the recorded dispatches (one command buffer). */
@@ -332,8 +411,14 @@ export class WebGpuBackend implements Backend {
   }
 }
 
-/** Logical buffers of a kernel that are the same GPU buffer in this launch (see AliasMap). */
-function aliases(k: LoopKernel, buffers: readonly BackendBuffer[]): { key: string; map: Map<number, number> } {
+/** @internal logical buffers that are one GPU buffer in a launch, and the key of that pattern */
+export interface Aliases {
+  readonly key: string;
+  readonly map: Map<number, number>;
+}
+
+/** @internal Logical buffers that are the same GPU buffer in this launch (see AliasMap). */
+export function aliases(buffers: readonly BackendBuffer[]): Aliases {
   const first = new Map<GPUBuffer, number>();
   const map = new Map<number, number>();
   buffers.forEach((b, i) => {
@@ -344,7 +429,6 @@ function aliases(k: LoopKernel, buffers: readonly BackendBuffer[]): { key: strin
     else map.set(i, f);
   });
   if (map.size === 0) return { key: '', map };
-  void k;
   return { key: [...map].map(([a, b]) => `${a}=${b}`).join(','), map };
 }
 
