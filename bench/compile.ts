@@ -30,26 +30,13 @@
 
 import * as kiln from 'kiln';
 import { compare, round, type Candidate, type Timing } from './lib/timing.js';
-import { finishMachineInfo, fmtMs, fmtRatio, gflops, intArg, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
+import { finishMachineInfo, fmtMs, fmtRatio, gflops, intArg, joinSpacedValues, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
 import { WORKLOADS, type Instance, type Workload } from './workloads/index.js';
 
 // ---------------------------------------------------------------- arguments
 
-/** Accepts `--only W3,W4` as well as `--only=W3,W4` (report.ts's parseArgs wants the latter). */
-function normalizeArgv(argv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const next = argv[i + 1];
-    if (/^--[^=]+$/.test(a) && next !== undefined && !next.startsWith('--') && a !== '--quick') {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
-}
-
-const args = parseArgs(normalizeArgv(process.argv.slice(2)));
+// `--only W3,W4` as well as `--only=W3,W4`
+const args = parseArgs(joinSpacedValues(process.argv.slice(2), ['quick']));
 const QUICK = args.get('quick') === 'true';
 const ITERS = intArg(args, 'iters', 10);
 const WARMUP = intArg(args, 'warmup', 2, 0);

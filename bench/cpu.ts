@@ -33,7 +33,7 @@ import { threadCount } from '../src/backend/js/threads.js';
 import { checkBars, type Bar } from './lib/cpu-bars.js';
 import { blasMatmulRate, jsCopyBandwidth, nativeCopyBandwidth, w4Floor, type Floor } from './lib/floors.js';
 import { peerCase } from './lib/peer-case.js';
-import { finishMachineInfo, fmtMs, intArg, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
+import { finishMachineInfo, fmtMs, intArg, joinSpacedValues, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
 import { compare, round, timeOnce, type Candidate, type Timing } from './lib/timing.js';
 import { w5 } from './lib/w5-matmul.js';
 import type { Peer, PeerRun } from './peers/common.js';
@@ -44,19 +44,8 @@ import { WORKLOADS, type Instance, type Workload } from './workloads/index.js';
 
 // ---------------------------------------------------------------- arguments
 
-/** `--only W1,W4` as well as `--only=W1,W4` */
-function normalizeArgv(argv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!, next = argv[i + 1];
-    if (/^--[^=]+$/.test(a) && next !== undefined && !next.startsWith('--')) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
-}
-const args = parseArgs(normalizeArgv(process.argv.slice(2)));
+// `--only W1,W4` as well as `--only=W1,W4`
+const args = parseArgs(joinSpacedValues(process.argv.slice(2)));
 const QUICK = args.get('quick') === 'true';
 const ITERS = intArg(args, 'iters', QUICK ? 3 : 10);
 const WARMUP = intArg(args, 'warmup', QUICK ? 1 : 2, 0);

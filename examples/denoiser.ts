@@ -19,6 +19,8 @@ import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
 import type { Workload } from '../src/advisor/workload.js';
 import { disposeTraining } from './lib/dispose.js';
+import { printMemoryAndCompiler } from './lib/run-report.js';
+import { WARMUP_STEPS, rateSuffix, runTrainingLoop, type TrainingLoopResult } from './lib/training-loop.js';
 
 const { nn, optim } = kiln;
 
@@ -126,7 +128,7 @@ export class Denoiser extends nn.Module {
 // ---------------------------------------------------------------------------------------
 // training
 
-export type Memory = ReturnType<typeof kiln.memory>;
+export type { Memory } from './lib/training-loop.js';
 
 export interface TrainDenoiserOptions {
   steps?: number;
@@ -152,26 +154,16 @@ export interface TrainDenoiserOptions {
   print?: (line: string) => void;
 }
 
-export interface TrainDenoiserResult {
+/** losses (MSE of the denoised batch), evals, steps, steps/s and memory: see TrainingLoopResult */
+export interface TrainDenoiserResult extends TrainingLoopResult<{ psnr: number }> {
   /** mean PSNR (dB) of the noisy held-out images against the clean ones (both clamped to [0, 1]) */
   psnrNoisy: number;
   /** mean PSNR (dB) of the denoised held-out images (clamped to [0, 1]) against the clean ones */
   psnrDenoised: number;
-  /** training loss (MSE of the denoised batch) of every step */
-  losses: number[];
-  evals: { step: number; loss: number; psnr: number }[];
-  steps: number;
-  /** training steps per second after the first 3 steps (tracing and compiling happen there) */
-  stepsPerSec: number;
-  warmupSeconds: number;
-  memoryBefore: Memory;
-  memoryAfter: Memory;
   model: Denoiser;
   /** the held-out images: clean, noisy and denoised, [count, channels, size, size] each */
   test: { clean: Float32Array; noisy: Float32Array; denoised: Float32Array; count: number; channels: number; size: number };
 }
-
-const WARMUP = 3;
 
 /** Mean over images of the PSNR of x against ref, both clamped to [0, 1]. */
 export function meanPsnr(x: Float32Array, ref: Float32Array, count: number): number {
@@ -210,44 +202,23 @@ export function trainDenoiser(opts: TrainDenoiserOptions = {}): TrainDenoiserRes
   // batches from our own generator; fresh noise each step from kiln's generator, seeded
   // above, so eager and compiled runs see the same batches
   const batches = new EpochBatches(train.shape[0]!, batch, seed + 1);
-  const losses: number[] = [], evals: TrainDenoiserResult['evals'] = [];
-  let memoryBefore: Memory | undefined;
-  let trainMs = 0, warmupMs = 0, sinceEval = 0;
-  for (let s = 0; s < steps; s++) {
-    const t0 = performance.now();
-    const loss = kiln.scope(() => {
+  const run = runTrainingLoop({
+    steps,
+    evalEvery,
+    step: (s) => {
       const clean = train.indexSelect(0, batches.indices(s));
       const noisy = kiln.add(clean, kiln.mul(kiln.randn(clean.shape), sigma));
       return step(noisy, clean).item();
-    });
-    const ms = performance.now() - t0;
-    if (s < WARMUP) warmupMs += ms;
-    else trainMs += ms;
-    if (s === WARMUP - 1) memoryBefore = kiln.memory();
-    losses.push(loss);
-    sinceEval++;
-    if ((evalEvery > 0 && (s + 1) % evalEvery === 0) || s === steps - 1) {
-      const recent = losses.slice(-sinceEval);
-      const e = { step: s + 1, loss: recent.reduce((a, x) => a + x, 0) / recent.length, psnr: meanPsnr(denoise(), cleanPixels, nTest) };
-      evals.push(e);
-      sinceEval = 0;
-      const rate = s + 1 > WARMUP ? `  ${((s + 1 - WARMUP) / (trainMs / 1000)).toFixed(2)} steps/s` : '';
-      print(`step ${String(e.step).padStart(5)}  loss ${e.loss.toExponential(3)}  test PSNR ${e.psnr.toFixed(2)} dB${rate}`);
-    }
-  }
-  const memoryAfter = kiln.memory();
+    },
+    evaluate: () => ({ psnr: meanPsnr(denoise(), cleanPixels, nTest) }),
+    onEvaluation: (e, rate) => print(`step ${String(e.step).padStart(5)}  loss ${e.loss.toExponential(3)}  test PSNR ${e.psnr.toFixed(2)} dB${rateSuffix(rate, 2)}`),
+  });
   batches.dispose();
   const denoised = denoise();
   const result: TrainDenoiserResult = {
     psnrNoisy: meanPsnr(noisyPixels, cleanPixels, nTest),
     psnrDenoised: meanPsnr(denoised, cleanPixels, nTest),
-    losses,
-    evals,
-    steps,
-    stepsPerSec: steps > WARMUP ? (steps - WARMUP) / (trainMs / 1000) : NaN,
-    warmupSeconds: warmupMs / 1000,
-    memoryBefore: memoryBefore ?? memoryAfter,
-    memoryAfter,
+    ...run,
     model,
     test: { clean: cleanPixels, noisy: noisyPixels, denoised, count: nTest, channels, size },
   };
@@ -330,17 +301,12 @@ async function main(): Promise<void> {
   const r = trainDenoiser({ steps, channels, sigma, compile, backend, print: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
   console.log(String(r.model));
-  console.log(`memory after warm-up: ${JSON.stringify(r.memoryBefore)}`);
-  console.log(`memory at the end:    ${JSON.stringify(r.memoryAfter)}`);
-  if (compile) {
-    const s = kiln.stats();
-    console.log(`compiler: ${s.compiles} compiles, ${s.recompiles.length} recompiles, ${s.graphBreaks.length} graph breaks, ${s.cacheHits} replays, ${s.eagerFallbacks} eager fallbacks, ${s.fusionFallbacks} fusion fallbacks`);
-  }
+  printMemoryAndCompiler(r, compile);
   const files = writeDenoiserPngs(r.test, outDir);
   console.log(`wrote ${files.join(', ')}`);
   console.log(
     `result: ${compile ? `compiled (backend ${backend ?? 'js'})` : 'eager'}, ${r.steps} steps in ${secs.toFixed(1)} s: held-out PSNR ${r.psnrNoisy.toFixed(2)} dB noisy -> ${r.psnrDenoised.toFixed(2)} dB denoised ` +
-      `(${signed(r.psnrDenoised - r.psnrNoisy, 2)} dB), ${r.stepsPerSec.toFixed(2)} steps/s after ${WARMUP} warm-up steps (${r.warmupSeconds.toFixed(2)} s)`,
+      `(${signed(r.psnrDenoised - r.psnrNoisy, 2)} dB), ${r.stepsPerSec.toFixed(2)} steps/s after ${WARMUP_STEPS} warm-up steps (${r.warmupSeconds.toFixed(2)} s)`,
   );
 }
 

@@ -6,6 +6,8 @@
 
 import { pathToFileURL } from 'node:url';
 import * as kiln from 'kiln';
+import { Args } from './lib/args.js';
+import { compilerSummary } from './lib/run-report.js';
 
 const { nn, optim } = kiln;
 
@@ -171,10 +173,9 @@ export function trainMlp(opts: TrainMlpOptions = {}): TrainMlpResult {
 }
 
 function main(): void {
-  const i = process.argv.indexOf('--epochs');
-  const epochs = i >= 0 ? Number(process.argv[i + 1]) : 30;
-  if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`--epochs needs a positive integer, got ${process.argv[i + 1]}`);
-  const compile = process.argv.includes('--compile');
+  const args = new Args();
+  const epochs = args.int('epochs') ?? 30;
+  const compile = args.has('compile');
   const data = buildMlpData();
   console.log(`spirals: ${data.xTrain.shape[0]} train, ${data.xTest.shape[0]} test, ${data.classes} classes${compile ? ', compiled training step' : ''}`);
   const t0 = performance.now();
@@ -184,10 +185,7 @@ function main(): void {
   console.log(`held-out accuracy ${(r.testAccuracy * 100).toFixed(1)}% after ${r.steps} steps in ${secs.toFixed(1)} s`);
   console.log('memory after epoch 1:', r.memoryBefore);
   console.log('memory at the end:  ', kiln.memory());
-  if (compile) {
-    const s = kiln.stats();
-    console.log(`compiler: ${s.compiles} compiles, ${s.recompiles.length} recompiles, ${s.graphBreaks.length} graph breaks, ${s.cacheHits} replays, ${s.eagerFallbacks} eager fallbacks`);
-  }
+  if (compile) console.log(compilerSummary({ fusionFallbacks: false }));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();

@@ -30,6 +30,8 @@ import { Rng } from './lib/rng.js';
 import { EpochBatches } from './lib/batches.js';
 import type { Workload } from '../src/advisor/workload.js';
 import { disposeTraining } from './lib/dispose.js';
+import { printMemoryAndCompiler } from './lib/run-report.js';
+import { WARMUP_STEPS, rateSuffix, runTrainingLoop, type TrainingLoopResult } from './lib/training-loop.js';
 
 const { nn, optim } = kiln;
 
@@ -316,7 +318,7 @@ export function predict(model: DlrmClickModel, split: ClickSplit, chunk = 4096):
 // ---------------------------------------------------------------------------------------
 // training
 
-export type Memory = ReturnType<typeof kiln.memory>;
+export type { Memory } from './lib/training-loop.js';
 
 export interface TrainRecommenderOptions {
   config?: ConfigName | RecommenderConfig;
@@ -338,28 +340,16 @@ export interface TrainRecommenderOptions {
   print?: (line: string) => void;
 }
 
-export interface TrainRecommenderResult {
+/** losses, evals, steps, steps/s and memory: see TrainingLoopResult */
+export interface TrainRecommenderResult extends TrainingLoopResult<{ auc: number }> {
   /** held-out AUC of the trained model */
   auc: number;
   /** held-out AUC of the popularity baseline (item click rate in the training log) */
   baselineAuc: number;
   /** held-out AUC of the hidden model's true logits */
   oracleAuc: number;
-  /** training loss of every step */
-  losses: number[];
-  evals: { step: number; loss: number; auc: number }[];
-  steps: number;
-  /** training steps per second after the first 3 steps (tracing and compiling happen there) */
-  stepsPerSec: number;
-  /** seconds spent in the first 3 steps */
-  warmupSeconds: number;
-  /** kiln.memory() after the warm-up steps and at the end: equal when nothing leaks */
-  memoryBefore: Memory;
-  memoryAfter: Memory;
   model: DlrmClickModel;
 }
-
-const WARMUP = 3;
 
 export function trainRecommender(opts: TrainRecommenderOptions = {}): TrainRecommenderResult {
   const cfg = typeof opts.config === 'object' ? opts.config : CONFIGS[opts.config ?? 'small'];
@@ -380,51 +370,29 @@ export function trainRecommender(opts: TrainRecommenderOptions = {}): TrainRecom
   };
   const step = opts.compile ? kiln.compile(eagerStep, { name: 'dlrm_step', backend: opts.backend, fullgraph: opts.fullgraph }) : eagerStep;
 
-  const evaluate = () => auc(predict(model, log.test), log.test.clicks);
   const baselineAuc = auc(popularityScores(log, cfg.items), log.test.clicks);
 
   // batches in a fresh random order each epoch (our own generator, so eager and compiled
   // runs with the same seed see the same batches)
   const batches = new EpochBatches(log.train.dense.shape[0]!, cfg.batch, seed + 1);
-  const losses: number[] = [], evals: TrainRecommenderResult['evals'] = [];
-  let memoryBefore: Memory | undefined;
-  let trainMs = 0, warmupMs = 0, sinceEval = 0;
-  for (let s = 0; s < steps; s++) {
-    const t0 = performance.now();
-    const loss = kiln.scope(() => {
+  const run = runTrainingLoop({
+    steps,
+    evalEvery,
+    step: (s) => {
       const idx = batches.indices(s);
       return step(log.train.dense.indexSelect(0, idx), log.train.ids.indexSelect(0, idx), log.train.labels.indexSelect(0, idx)).item();
-    });
-    const ms = performance.now() - t0;
-    if (s < WARMUP) warmupMs += ms;
-    else trainMs += ms;
-    if (s === WARMUP - 1) memoryBefore = kiln.memory();
-    losses.push(loss);
-    sinceEval++;
-    if ((evalEvery > 0 && (s + 1) % evalEvery === 0) || s === steps - 1) {
-      const recent = losses.slice(-sinceEval);
-      const e = { step: s + 1, loss: recent.reduce((a, x) => a + x, 0) / recent.length, auc: evaluate() };
-      evals.push(e);
-      sinceEval = 0;
-      const rate = s + 1 > WARMUP ? `  ${((s + 1 - WARMUP) / (trainMs / 1000)).toFixed(1)} steps/s` : '';
-      print(`step ${String(e.step).padStart(5)}  loss ${e.loss.toFixed(4)}  test AUC ${e.auc.toFixed(4)}${rate}`);
-    }
-  }
-  const memoryAfter = kiln.memory();
+    },
+    evaluate: () => ({ auc: auc(predict(model, log.test), log.test.clicks) }),
+    onEvaluation: (e, rate) => print(`step ${String(e.step).padStart(5)}  loss ${e.loss.toFixed(4)}  test AUC ${e.auc.toFixed(4)}${rateSuffix(rate, 1)}`),
+  });
   batches.dispose();
   if (!opts.log) log.dispose(); // we built it
-  const final = evals[evals.length - 1]!;
+  const final = run.evals[run.evals.length - 1]!;
   return {
     auc: final.auc,
     baselineAuc,
     oracleAuc: log.oracleAuc,
-    losses,
-    evals,
-    steps,
-    stepsPerSec: steps > WARMUP ? (steps - WARMUP) / (trainMs / 1000) : NaN,
-    warmupSeconds: warmupMs / 1000,
-    memoryBefore: memoryBefore ?? memoryAfter,
-    memoryAfter,
+    ...run,
     model,
   };
 }
@@ -505,15 +473,10 @@ async function main(): Promise<void> {
   const r = trainRecommender({ config: cfg, steps, log, compile, backend, print: (l) => console.log(l) });
   const secs = (performance.now() - t0) / 1000;
   console.log(String(r.model));
-  console.log(`memory after warm-up: ${JSON.stringify(r.memoryBefore)}`);
-  console.log(`memory at the end:    ${JSON.stringify(r.memoryAfter)}`);
-  if (compile) {
-    const s = kiln.stats();
-    console.log(`compiler: ${s.compiles} compiles, ${s.recompiles.length} recompiles, ${s.graphBreaks.length} graph breaks, ${s.cacheHits} replays, ${s.eagerFallbacks} eager fallbacks, ${s.fusionFallbacks} fusion fallbacks`);
-  }
+  printMemoryAndCompiler(r, compile);
   console.log(
     `result: config ${cfg.name}, ${compile ? `compiled (backend ${backend ?? 'js'})` : 'eager'}, ${r.steps} steps in ${secs.toFixed(1)} s: test AUC ${r.auc.toFixed(4)} vs popularity baseline ${r.baselineAuc.toFixed(4)} ` +
-      `(${signed(r.auc - r.baselineAuc, 4)}; oracle ${r.oracleAuc.toFixed(4)}), ${r.stepsPerSec.toFixed(2)} steps/s after ${WARMUP} warm-up steps (${r.warmupSeconds.toFixed(2)} s)`,
+      `(${signed(r.auc - r.baselineAuc, 4)}; oracle ${r.oracleAuc.toFixed(4)}), ${r.stepsPerSec.toFixed(2)} steps/s after ${WARMUP_STEPS} warm-up steps (${r.warmupSeconds.toFixed(2)} s)`,
   );
   log.dispose();
 }

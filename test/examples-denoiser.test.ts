@@ -7,11 +7,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
-import * as kiln from 'kiln';
 import { nativeUnavailableReason } from 'kiln/node';
 import { Denoiser, makeImages, trainDenoiser, writeDenoiserPngs } from '../examples/denoiser.js';
 import { crc32, encodePng, imageGrid } from '../examples/lib/png.js';
 import { psnr } from '../examples/lib/metrics.js';
+import { assertCompiledFollowsEager } from './helpers/compiled-training.js';
 
 /** Parses a PNG written by encodePng (8-bit, filter 0 rows), checking every chunk's CRC. */
 function decodePng(buf: Buffer): { width: number; height: number; colorType: number; data: Uint8Array } {
@@ -114,17 +114,7 @@ let eagerCurve: ReturnType<typeof trainDenoiser> | undefined;
 
 function checkCompiledFollowsEager(backend: 'js' | 'native', t: TestContext): void {
   const eager = (eagerCurve ??= trainDenoiser(curveOpts));
-  kiln.compiler.reset();
-  const compiled = trainDenoiser({ ...curveOpts, compile: true, fullgraph: true, backend });
-  const s = kiln.stats();
-  eager.losses.forEach((le, i) => {
-    const lc = compiled.losses[i]!;
-    assert.ok(Math.abs(le - lc) <= 1e-4 * Math.abs(le), `step ${i}: eager ${le}, compiled ${lc}`);
-  });
-  assert.equal(s.graphBreaks.length, 0, 'graph breaks');
-  if (backend === 'js') assert.equal(s.fusionFallbacks, 0, 'fusion fallbacks');
-  else if (s.fusionFallbacks > 0) t.diagnostic(`${backend}: ${s.fusionFallbacks} graph(s) fell back to recorded eager kernels (KILN_LOGS=fusion says why)`);
-  assert.ok(s.cacheHits >= 7, `replayed ${s.cacheHits} of 10 steps`);
+  const compiled = assertCompiledFollowsEager(t, backend, eager, () => trainDenoiser({ ...curveOpts, compile: true, fullgraph: true, backend }));
   assert.ok(Math.abs(eager.psnrDenoised - compiled.psnrDenoised) < 0.01);
   assert.ok(compiled.model instanceof Denoiser);
 }

@@ -8,6 +8,7 @@ import { CONFIGS, DlrmClickModel, buildClickLog, popularityScores, trainRecommen
 import { auc } from '../examples/lib/metrics.js';
 import { Dlrm } from '../bench/workloads/w6.js';
 import { nativeUnavailableReason } from 'kiln/node';
+import { assertCompiledFollowsEager } from './helpers/compiled-training.js';
 
 let log: ClickLog | undefined;
 const smallLog = () => (log ??= buildClickLog({ config: CONFIGS.small }));
@@ -62,17 +63,7 @@ const eagerRun = () => (eagerCurve ??= trainRecommender({ ...curveOpts, log: sma
 
 function checkCompiledFollowsEager(backend: 'js' | 'native', t: TestContext): void {
   const eager = eagerRun();
-  kiln.compiler.reset();
-  const compiled = trainRecommender({ ...curveOpts, log: smallLog(), compile: true, fullgraph: true, backend });
-  const s = kiln.stats();
-  eager.losses.forEach((le, i) => {
-    const lc = compiled.losses[i]!;
-    assert.ok(Math.abs(le - lc) <= 1e-4 * Math.abs(le), `step ${i}: eager ${le}, compiled ${lc}`);
-  });
-  assert.equal(s.graphBreaks.length, 0, 'graph breaks');
-  if (backend === 'js') assert.equal(s.fusionFallbacks, 0, 'fusion fallbacks');
-  else if (s.fusionFallbacks > 0) t.diagnostic(`${backend}: ${s.fusionFallbacks} graph(s) fell back to recorded eager kernels (KILN_LOGS=fusion says why)`);
-  assert.ok(s.cacheHits >= 7, `replayed ${s.cacheHits} of 50 steps`);
+  const compiled = assertCompiledFollowsEager(t, backend, eager, () => trainRecommender({ ...curveOpts, log: smallLog(), compile: true, fullgraph: true, backend }));
   assert.ok(Math.abs(eager.auc - compiled.auc) < 1e-3, `AUC eager ${eager.auc}, compiled ${compiled.auc}`);
 }
 

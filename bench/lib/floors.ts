@@ -58,12 +58,12 @@ export function nativeCopyBandwidth(iters = 20): Floor {
 }
 
 /**
- * numpy (OpenBLAS) float32 n³ matmul, median of 10 calls, with OPENBLAS_NUM_THREADS =
- * threads. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are dropped for this command only, so
- * OpenBLAS picks its native kernel (../shared/WORKLOADS.md).
+ * GFLOP/s of a numpy (OpenBLAS) float32 n³ matmul, median of 10 calls after 3 warm-up
+ * calls, with OPENBLAS_NUM_THREADS = threads, and numpy's version. OPENBLAS_CORETYPE /
+ * OPENBLAS_L2_SIZE are dropped for this command only, so OpenBLAS picks its native kernel
+ * (../shared/WORKLOADS.md). Throws when python3 or numpy fail; callers word the error.
  */
-export function blasMatmulRate(threads: number, n = 1024, timeoutMs = 120_000): Floor {
-  const what = `numpy/OpenBLAS float32 matmul ${n}^3, median of 10 calls, OPENBLAS_NUM_THREADS=${threads}`;
+export function numpyMatmulGflops(n: number, threads: number, timeoutMs: number): { gflops: number; numpyVersion: string } {
   const script = [
     'import numpy as np, time',
     `n = ${n}`,
@@ -78,12 +78,19 @@ export function blasMatmulRate(threads: number, n = 1024, timeoutMs = 120_000): 
   const env: NodeJS.ProcessEnv = { ...process.env, OPENBLAS_NUM_THREADS: String(threads) };
   delete env.OPENBLAS_CORETYPE;
   delete env.OPENBLAS_L2_SIZE;
+  const out = execFileSync('python3', ['-c', script], { env, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  const [rate, version] = out.split(/\s+/);
+  const gflops = Number(rate);
+  if (!Number.isFinite(gflops)) throw new Error(`unexpected output: ${out}`);
+  return { gflops, numpyVersion: version };
+}
+
+/** numpyMatmulGflops as a floor at `threads` threads. */
+export function blasMatmulRate(threads: number, n = 1024, timeoutMs = 120_000): Floor {
+  const what = `numpy/OpenBLAS float32 matmul ${n}^3, median of 10 calls, OPENBLAS_NUM_THREADS=${threads}`;
   try {
-    const out = execFileSync('python3', ['-c', script], { env, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-    const [rate, version] = out.split(/\s+/);
-    const v = Number(rate);
-    if (!Number.isFinite(v)) throw new Error(`unexpected output: ${out}`);
-    return { what, value: v, unit: 'GFLOP/s', threads, detail: { numpy: version } };
+    const r = numpyMatmulGflops(n, threads, timeoutMs);
+    return { what, value: r.gflops, unit: 'GFLOP/s', threads, detail: { numpy: r.numpyVersion } };
   } catch (e) {
     const msg = (e as { stderr?: string }).stderr?.trim().split('\n').pop() ?? (e as Error).message.split('\n')[0];
     return { what, value: null, unit: 'GFLOP/s', threads, missing: `python3/numpy unavailable: ${msg}` };

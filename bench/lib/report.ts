@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as os from 'node:os';
+import { numpyMatmulGflops } from './floors.js';
 
 export interface MachineInfo {
   cpuModel: string;
@@ -67,37 +68,15 @@ export interface PeakMeasurement {
 }
 
 /**
- * Measures the machine's float32 matmul peak with numpy/OpenBLAS, if python3 and numpy are
- * there (median of 10 calls of an n³ matmul). OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are
- * dropped for this command only, so OpenBLAS picks its native (AVX-512) kernel.
+ * Measures the machine's float32 matmul peak with numpy/OpenBLAS (floors.ts's
+ * numpyMatmulGflops: median of 10 calls of an n³ matmul), on every core and on one, if
+ * python3 and numpy are there.
  */
 export function measureBlasPeak(n = 1024, timeoutMs = 60_000): PeakMeasurement {
   const what = `numpy/OpenBLAS float32 matmul ${n}^3, median of 10 calls`;
-  const script = [
-    'import numpy as np, time',
-    `n = ${n}`,
-    'rng = np.random.default_rng(0)',
-    'a = rng.standard_normal((n, n), dtype=np.float32); b = rng.standard_normal((n, n), dtype=np.float32)',
-    'for _ in range(3): a @ b',
-    'ts = []',
-    'for _ in range(10):',
-    '    t0 = time.perf_counter(); a @ b; ts.append(time.perf_counter() - t0)',
-    'ts.sort(); print(2 * n ** 3 / ((ts[4] + ts[5]) / 2) / 1e9)',
-  ].join('\n');
-  const run = (threads: number | null): number => {
-    const env = { ...process.env };
-    delete env.OPENBLAS_CORETYPE;
-    delete env.OPENBLAS_L2_SIZE;
-    if (threads !== null) env.OPENBLAS_NUM_THREADS = String(threads);
-    else delete env.OPENBLAS_NUM_THREADS;
-    const out = execFileSync('python3', ['-c', script], { env, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] });
-    const v = Number(out.trim());
-    if (!Number.isFinite(v)) throw new Error(`unexpected output: ${out.trim()}`);
-    return v;
-  };
   try {
-    const two = run(Math.max(1, os.cpus().length));
-    const one = run(1);
+    const two = numpyMatmulGflops(n, Math.max(1, os.cpus().length), timeoutMs).gflops;
+    const one = numpyMatmulGflops(n, 1, timeoutMs).gflops;
     return { what, gflops2Threads: two, gflops1Thread: one };
   } catch (e) {
     return { what, gflops2Threads: null, gflops1Thread: null, error: String((e as Error).message ?? e).split('\n')[0] };
@@ -130,6 +109,22 @@ export function fmtRatio(x: number): string {
 export function writeJson(path: string, data: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, JSON.stringify(data, null, 2) + '\n');
+}
+
+/**
+ * Joins `--name value` into `--name=value`, so a benchmark accepts both spellings before
+ * parseArgs (which wants the latter). A name in `bareFlags` never takes the next word.
+ */
+export function joinSpacedValues(argv: readonly string[], bareFlags: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!, next = argv[i + 1];
+    if (/^--[^=]+$/.test(a) && next !== undefined && !next.startsWith('--') && !bareFlags.includes(a.slice(2))) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
 }
 
 /** --name=value and --flag arguments. */
