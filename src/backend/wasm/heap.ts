@@ -171,9 +171,9 @@ export class Heap {
 
   /**
    * A new heap buffer (zeroed). Only the part below the high-water mark is written: memory the
-   * heap never handed out is still the zeros it grew with, and writing it here would take every
-   * first-touch page fault on this thread (~3.5 ms per MB on the benchmark VM, 130 ms in W6's
-   * first call) instead of in the kernels that fill it, which split across threads.
+   * heap never handed out is still the zeros it grew with. (Writing it anyway was a second pass
+   * over fresh pages; their first-touch faults, ~3.5 ms per MB on the benchmark VM and serial
+   * there even from two threads, are paid once either way, by whichever writes first.)
    */
   allocBuffer(buf: (data: TypedArray) => JsBuffer, dtype: DType, size: number): JsBuffer {
     const high = this.high;
