@@ -7,7 +7,7 @@ import { zeros } from '../ops/creation.js';
 import { squeeze, unsqueeze } from '../ops/movement.js';
 import { conv2d } from '../ops/window.js';
 import { Module } from './module.js';
-import { biasBound, kaimingUniform_, uniform_ } from './init.js';
+import { resetWeightAndBias } from './init.js';
 import { checkSize } from './linear.js';
 
 export type Pair = number | readonly [number, number];
@@ -66,12 +66,9 @@ export class Conv2d extends Module {
     this.resetParameters();
   }
 
+  /** torch's init: kaiming-uniform (a = sqrt 5), i.e. U(±1/sqrt(fan_in)), for the weight and the bias. */
   resetParameters(): void {
-    kaimingUniform_(this.weight, { a: Math.sqrt(5) });
-    if (this.bias) {
-      const b = biasBound(this.weight);
-      uniform_(this.bias, -b, b);
-    }
+    resetWeightAndBias(this.weight, this.bias);
   }
 
   forward(x: Tensor): Tensor {

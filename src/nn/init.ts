@@ -100,3 +100,12 @@ export function biasBound(weight: Tensor): number {
   const { fanIn } = calculateFanInAndFanOut(weight);
   return fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
 }
+
+/** torch's default init of Linear and Conv: kaiming-uniform (a = sqrt 5), i.e. U(±1/sqrt(fan_in)), for the weight and the bias. */
+export function resetWeightAndBias(weight: Tensor, bias: Tensor | null): void {
+  kaimingUniform_(weight, { a: Math.sqrt(5) });
+  if (bias) {
+    const b = biasBound(weight);
+    uniform_(bias, -b, b);
+  }
+}

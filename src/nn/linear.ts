@@ -5,7 +5,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { zeros } from '../ops/creation.js';
 import { linear } from '../ops/functional.js';
 import { Module } from './module.js';
-import { biasBound, kaimingUniform_, uniform_ } from './init.js';
+import { resetWeightAndBias } from './init.js';
 
 export interface LinearOptions {
   bias?: boolean;
@@ -30,13 +30,9 @@ export class Linear extends Module {
     this.resetParameters();
   }
 
-  /** torch's init: kaiming-uniform (a = sqrt 5), i.e. U(±1/sqrt(in)), for W and b. */
+  /** torch's init: kaiming-uniform (a = sqrt 5), i.e. U(±1/sqrt(fan_in)), for the weight and the bias. */
   resetParameters(): void {
-    kaimingUniform_(this.weight, { a: Math.sqrt(5) });
-    if (this.bias) {
-      const b = biasBound(this.weight);
-      uniform_(this.bias, -b, b);
-    }
+    resetWeightAndBias(this.weight, this.bias);
   }
 
   forward(x: Tensor): Tensor {
