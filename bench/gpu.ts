@@ -5,6 +5,7 @@
 //
 //   npx tsx bench/gpu.ts [--smoke] [--size gpu|cpu] [--only W1,W4] [--iters 20] [--warmup 3]
 //                        [--out bench/results/gpu.json] [--no-torch] [--python python3]
+//                        [--max-autotune] [--matmul-config 128x128x16/8x8]
 //
 // Made for a lent GPU machine (Node with the `webgpu` package on the NVIDIA Vulkan driver).
 // Sizes: the GPU column of ../shared/WORKLOADS.md (`setup({ size: 'gpu' })`: W4 at 64M
@@ -21,11 +22,15 @@
 // Inference workloads build one instance for eager and compiled; training workloads build one
 // per mode from the same seed. With --out the file is rewritten after every workload (marked
 // `partial: true` until the run ends), so a run cut short by a time limit still leaves results.
+// --max-autotune compiles with mode 'max-autotune', runs one call, then `await gpu.autotune()`
+// (matmul configurations timed on the device; the report per workload lands in `autotune`),
+// before timing. --matmul-config forces one matmul configuration everywhere (eager included).
 
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import * as kiln from 'kiln';
 import { requestWebGpuBackend } from 'kiln/node';
+import { parseConfig } from '../src/backend/webgpu/render-matmul.js';
 import { WORKLOADS, type Instance, type WorkloadSize } from './workloads/index.js';
 
 const argv = process.argv.slice(2);
@@ -50,11 +55,14 @@ const COPY_N = smoke ? 1 << 20 : 64 << 20;
 const MATMUL_N = smoke ? 256 : 4096;
 
 interface Timing { ms?: number; firstMs?: number; error?: string; shapes?: string; GBps?: number; TFLOPs?: number }
-interface Row { title: string; kind: string; shapes?: string; flops?: number | null; bytes?: number | null; setupMs?: number; eager: Timing; compiled: Timing }
+interface Row { title: string; kind: string; shapes?: string; flops?: number | null; bytes?: number | null; setupMs?: number; eager: Timing; compiled: Timing; autotune?: string }
 
 const cpu = new kiln.JsBackend();
 const gpu = await requestWebGpuBackend();
 kiln.setDefaultBackend(gpu);
+const maxAutotune = flag('--max-autotune');
+const matmulConfig = opt('--matmul-config') ?? null;
+if (matmulConfig) gpu.matmulConfig = parseConfig(matmulConfig);
 
 /** Times fn: the first call alone (synced), then WARM calls, then ITERS calls back to back. */
 async function time(fn: () => kiln.Tensor | void): Promise<{ ms: number; firstMs: number }> {
@@ -87,7 +95,7 @@ function report(partial: boolean) {
     bench: 'gpu', date: new Date().toISOString(), smoke, partial, adapter: gpu.adapterInfo,
     note: smoke ? 'smoke run: CPU/quick sizes and 2 calls, to prove the harness; not performance numbers' : 'ms per call, GPU queue timed with sync(); firstMs: the first call alone (compile included for compiled)',
     sizes: { option: size, quick, ...shapes },
-    iters: ITERS, warmup: WARM, kiln: results, ...extra, torch,
+    iters: ITERS, warmup: WARM, maxAutotune, matmulConfig, kiln: results, ...extra, torch,
   };
 }
 function save(partial: boolean): string {
@@ -119,9 +127,14 @@ for (const w of WORKLOADS) {
         inst = infer ? (shared ??= build()) : build();
         const i = inst;
         const run = mode === 'eager' ? () => i.fn(...i.inputs) : (() => {
-          const c = kiln.compile(i.fn, { backend: 'webgpu', fullgraph: true, name: w.id });
+          const c = kiln.compile(i.fn, { backend: 'webgpu', fullgraph: true, name: w.id, ...(maxAutotune ? { mode: 'max-autotune' as const } : {}) });
           return () => c(...i.inputs);
         })();
+        if (mode === 'compiled' && maxAutotune) {
+          kiln.scope(() => void (infer ? kiln.noGrad(run) : run())); // compiles; the matmuls register
+          row.autotune = (await gpu.autotune()).text;
+          console.error(`${w.id} autotune:\n${row.autotune}`);
+        }
         const t = await time(() => (infer ? kiln.noGrad(run) : run()));
         row[mode] = { ...t, shapes: i.shapes };
         if (i.flops) row[mode].TFLOPs = i.flops / t.ms / 1e9;

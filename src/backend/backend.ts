@@ -4,6 +4,7 @@
 
 import type { DType, TypedArray } from '../core/dtype.js';
 import type { KernelSpec, KernelArgs } from './kernel-spec.js';
+import type { Lowered } from '../compiler/lower.js';
 
 /** An opaque buffer owned by a backend. */
 export interface BackendBuffer {
@@ -46,6 +47,12 @@ export interface Backend {
    * every other buffer the steps use (scratch slots, constants) is the same on every call.
    */
   recordProgram?(steps: readonly RecordStep[], variable: readonly number[]): ProgramRecording;
+  /**
+   * max-autotune by the backend's own tuner (optional; webgpu measures on the device,
+   * asynchronously): called for each max-autotune program instead of the compiler's
+   * synchronous timing of matmul blockings.
+   */
+  autotuneProgram?(lowered: Lowered): void;
   /**
    * The persistent compile cache and artifacts (optional, src/compiler/cache): the code this
    * backend generates for some loop-kernel specs, as JSON-safe data (e.g. JS sources).

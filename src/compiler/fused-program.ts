@@ -127,7 +127,13 @@ export class FusedProgram {
     const kb = (this.kernelBackend = opts.kernelBackend ?? backend);
     this.recycleAll = opts.reuseOutputs === true;
     this.outputPool = this.recycleAll || OutputPool.recyclesByDefault(kb) ? new OutputPool(kb, this.recycleAll ? 4 : 2) : null;
-    if (opts.autotune) autotune(lowered, kb);
+    // max-autotune: a kernel backend with its own tuner (webgpu: measured on the device,
+    // asynchronously, src/backend/webgpu/autotune.ts) gets the program, also when it comes from the
+    // persistent cache (its stored `autotuned` decisions say it was compiled for max-autotune);
+    // elsewhere the matmul blockings are timed here
+    if (kb.autotuneProgram) {
+      if (opts.autotune || lowered.decisions.some((d) => d.decision === 'autotuned')) kb.autotuneProgram(lowered);
+    } else if (opts.autotune) autotune(lowered, kb);
     this.plan = planMemory(lowered);
     // scratch, constants and outputs live where the kernels run (e.g. the wasm heap; native and
     // js share the JS backend's typed arrays), so no call copies them in

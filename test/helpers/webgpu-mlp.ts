@@ -1,8 +1,8 @@
 // The MLP example (examples/mlp.ts: spirals data, MlpClassifier, Adam) trained for a few steps
 // with a compiled step, on whichever backend is given. Shared by the Node side and the browser
 // page of test/webgpu-browser.test.ts, so both run literally the same code: the data and the
-// initial weights come from kiln's Philox generator on the host (the WebGPU backend draws
-// random numbers on the host too), so the same seed gives the same start on both.
+// initial weights come from kiln's Philox generator (the WebGPU backend draws the same
+// uniform numbers on the GPU, bit for bit), so the same seed gives the same start on both.
 
 import * as kiln from 'kiln';
 import { MlpClassifier, buildMlpData } from '../../examples/mlp.js';

@@ -29,7 +29,9 @@ export async function requestWebGpuBackend(opts: WebGpuOptions = {}): Promise<We
   for (const l of LIMITS) requiredLimits[l] = adapter.limits[l];
   let device: GPUDevice;
   try {
-    device = await adapter.requestDevice({ requiredLimits });
+    // timestamp queries where offered: gpu.profile() and max-autotune's timing (autotune.ts, profile.ts)
+    const requiredFeatures = (['timestamp-query'] as GPUFeatureName[]).filter((f) => adapter.features.has(f));
+    device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   } catch (e) {
     throw new WebGpuUnavailableError(`the adapter refused a device: ${(e as Error).message}`, 'requestWebGpuBackend');
   }

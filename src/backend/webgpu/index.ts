@@ -23,9 +23,14 @@ import { eagerKernel, unsupported, UNSUPPORTED_EAGER } from './eager.js';
 import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuSyncReadError, WebGpuUnsupportedError, WebGpuValidationError } from './errors.js';
 import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
+import { gpuIntegerExact, randomLaunch, RANDOM_PARAM_WORDS } from './render-random.js';
 import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
 import { splitForBindings } from './split.js';
 import { PrerecordedProgram } from './prerecord.js';
+import { renderMatmul, type MatmulConfig } from './render-matmul.js';
+import { MatmulTuner, type AutotuneOptions, type AutotuneReport, type AutotuneTarget } from './autotune.js';
+import { Profiler, type GpuProfile } from './profile.js';
+import type { Lowered } from '../../compiler/lower.js';
 
 const MAP_READ = 1, COPY_DST = 8;
 const GPU_MAP_READ = 1;
@@ -65,6 +70,8 @@ export interface Capture {
 export interface GpuKernel extends PreparedKernel {
   /** loop kernels: rendered per alias pattern of the launch's buffers ('' = none) */
   readonly variants?: Map<string, Compiled[]>;
+  /** a max-autotune matmul: the tuner's epoch its variants were rendered at (autotune.ts) */
+  tuned?: number;
 }
 
 export interface WebGpuStats {
@@ -104,6 +111,18 @@ export class WebGpuBackend implements Backend {
    * false builds them as in the default mode (re-encoded each call: benchmarks, comparisons).
    */
   prerecord = true;
+  /**
+   * Forces one matmul configuration (render-matmul.ts, e.g. parseConfig('128x128x16/8x8')) for
+   * every matmul rendered from now on, eager and compiled (tests, benchmarks); null: the
+   * max-autotune winner where measured, else the default 64x64x16/4x4.
+   */
+  matmulConfig: MatmulConfig | null = null;
+  /** @internal max-autotune's measurements (autotune.ts) */
+  readonly tuner = new MatmulTuner(this);
+  /** @internal while profile() runs */
+  private profiler: Profiler | null = null;
+  /** kernel name of each pipeline (profiles) */
+  private readonly pipelineNames = new WeakMap<GPUComputePipeline, string>();
   private submitQueued = false;
   /** an error the device reported since the last call (thrown once) */
   private pending: Error | null = null;
@@ -235,6 +254,7 @@ export class WebGpuBackend implements Backend {
     if (UNSUPPORTED_EAGER.has(spec.kind)) throw unsupported(spec.kind);
     if (spec.kind !== 'loop') return { spec };
     const k: GpuKernel = { spec, variants: new Map() };
+    if (spec.kernel.kind === 'matmul' && this.tuner.tracks(spec.kernel)) k.tuned = this.tuner.epoch;
     // render now: unsupported dtypes and binding limits surface when the program is built
     k.variants!.set('', this.compile(spec.kernel, new Map()));
     return k;
@@ -258,6 +278,11 @@ export class WebGpuBackend implements Backend {
 
   /** @internal A loop kernel's WGSL for one alias pattern of its launch's buffers (rendered once per pattern). */
   variants(k: GpuKernel, alias: Aliases): Compiled[] {
+    if (k.tuned !== undefined && k.tuned !== this.tuner.epoch) {
+      // max-autotune measured since these were rendered: render again with the winner
+      k.variants!.clear();
+      k.tuned = this.tuner.epoch;
+    }
     let list = k.variants!.get(alias.key);
     if (!list) k.variants!.set(alias.key, (list = this.compile((k.spec as Extract<KernelSpec, { kind: 'loop' }>).kernel, alias.map)));
     return list;
@@ -273,33 +298,73 @@ export class WebGpuBackend implements Backend {
   }
 
   /**
-   * Random numbers are drawn on the host from the same Philox stream as the CPU backend (the
-   * same seed gives the same tensor on both) and uploaded: exact parity, at the cost of a copy.
+   * Random numbers: Philox4x32-10 on the GPU (render-random.ts), the CPU backend's stream for the
+   * same (seed, offset): uniform and integer draws bit-identical, float32 normals within
+   * NORMAL_TOLERANCE of the CPU's float64 Box-Muller. Drawn on the host and uploaded instead (the
+   * CPU's exact numbers, a queue write: the recorded dispatches are submitted first): float64 and
+   * bool outputs, integer ranges the GPU cannot reproduce exactly (gpuIntegerExact), and normals
+   * while `hostNormals` is true.
    */
+  hostNormals = false;
+  /** parameter buffers of GPU draws, with the submit count when last bound (see randomParams) */
+  private readonly randomParamBuffers: { buf: WebGpuBuffer; submits: number }[] = [];
+
   private random(dist: RandomDist, args: Extract<KernelArgs, { kind: 'random' }>): void {
     const buf = args.out.buf as WebGpuBuffer;
+    if (args.size === 0) return;
+    const out = buf.dtype === 'float32' ? 'f32' : buf.dtype === 'int32' ? 'i32' : null;
+    const onGpu = out !== null && (dist === 'integer' ? gpuIntegerExact(args.low!, args.high!, buf.dtype) : out === 'f32' && !(dist === 'normal' && this.hostNormals));
+    if (onGpu) {
+      const { w, params } = randomLaunch(dist, out, { seed: args.seed, offset: args.offset, size: args.size, outOffset: args.out.offset, low: args.low, high: args.high });
+      const p = this.randomParams();
+      this.device.queue.writeBuffer(p.gpu, 0, params.buffer, params.byteOffset, params.byteLength);
+      this.dispatch(this.compiled(w), [buf, p]);
+      return;
+    }
     const host = buf.dtype === 'float64' ? new Float64Array(args.size) : buf.dtype === 'int32' ? new Int32Array(args.size) : buf.dtype === 'bool' ? new Uint8Array(args.size) : new Float32Array(args.size);
     if (dist === 'integer') integerStream(args.seed, args.offset, args.size, args.low!, args.high!, host);
     else (dist === 'uniform' ? uniformStream : normalStream)(args.seed, args.offset, args.size, host as Float32Array | Float64Array);
     this.write(buf, host, args.out.offset);
   }
 
+  /**
+   * A parameter buffer for a GPU draw that no unsubmitted dispatch binds: its queue write lands
+   * after all submitted work (which may still read the old words) and before the open pass, so
+   * no recorded dispatch sees another draw's parameters and no extra submit is needed.
+   */
+  private randomParams(): WebGpuBuffer {
+    const now = this.counters.submits;
+    let e = this.randomParamBuffers.find((x) => x.submits < now);
+    if (!e) {
+      const gpu = this.device.createBuffer({ size: RANDOM_PARAM_WORDS * 4, usage: 128 | 8 /* STORAGE | COPY_DST */ });
+      this.randomParamBuffers.push((e = { buf: new WebGpuBuffer('int32', RANDOM_PARAM_WORDS, gpu), submits: now }));
+    }
+    e.submits = now;
+    return e.buf;
+  }
+
   describe(spec: KernelSpec): string {
     if (spec.kind !== 'loop') return JSON.stringify(spec);
-    return renderWgsl(spec.kernel).map((w) => `// ${w.name}: dispatch ${w.grid.join('x')}\n${w.code}`).join('\n\n');
+    return this.render(spec.kernel, new Map()).map((w) => `// ${w.name}: dispatch ${w.grid.join('x')}\n${w.code}`).join('\n\n');
   }
 
   /** WGSL for a loop kernel (for tests and logs). */
   wgsl(k: LoopKernel): string[] {
-    return renderWgsl(k).map((w) => w.code);
+    return this.render(k, new Map()).map((w) => w.code);
+  }
+
+  /** A loop kernel's WGSL; a matmul in its configuration (`cfg`: a split part's, its kernel's). */
+  private render(k: LoopKernel, alias: AliasMap, cfg?: MatmulConfig): WgslKernel[] {
+    return k.kind === 'matmul' ? [renderMatmul(k, alias, cfg ?? this.tuner.configFor(k))] : renderWgsl(k, alias);
   }
 
   private compile(k: LoopKernel, alias: AliasMap): Compiled[] {
-    let ws = renderWgsl(k, alias);
+    const cfg = k.kind === 'matmul' ? this.tuner.configFor(k) : undefined;
+    let ws = this.render(k, alias, cfg);
     if (ws.some((w) => w.bindings.length > this.maxStorageBuffers)) {
       // too many buffers for one shader on this device: dispatch parts in order (split.ts)
       const parts = splitForBindings(k, this.maxStorageBuffers, alias);
-      if (parts) ws = parts.flatMap((p) => renderWgsl(p, alias));
+      if (parts) ws = parts.flatMap((p) => this.render(p, alias, cfg));
     }
     return ws.map((w) => {
       if (w.bindings.length > this.maxStorageBuffers) {
@@ -311,6 +376,7 @@ export class WebGpuBackend implements Backend {
 
   private compiled(w: WgslKernel): Compiled {
     const pipeline = this.pipeline(w.code, w.writable);
+    this.pipelineNames.set(pipeline, w.name);
     return { w, pipeline, layout: this.layouts.get(pipeline)! };
   }
 
@@ -356,8 +422,9 @@ export class WebGpuBackend implements Backend {
   encode(pipeline: GPUComputePipeline, group: GPUBindGroup, grid: readonly [number, number, number]): void {
     let pass = this.pass;
     if (!pass) {
-      this.encoder = this.device.createCommandEncoder();
-      pass = this.pass = this.encoder.beginComputePass();
+      // while profiling, each dispatch is its own pass in the open encoder (timestamps are per pass)
+      const enc = (this.encoder ??= this.device.createCommandEncoder());
+      pass = this.pass = enc.beginComputePass(this.profiler?.nextPass(this.pipelineNames.get(pipeline) ?? 'kernel', grid, enc));
       this.passPipeline = null;
     }
     if (pipeline !== this.passPipeline) {
@@ -367,6 +434,10 @@ export class WebGpuBackend implements Backend {
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
     this.counters.dispatches++;
+    if (this.profiler) {
+      pass.end();
+      this.pass = null;
+    }
     if (!this.submitQueued) {
       this.submitQueued = true;
       queueMicrotask(() => this.submit());
@@ -391,12 +462,61 @@ export class WebGpuBackend implements Backend {
   /** Submits the recorded dispatches (one command buffer). */
   submit(): void {
     this.submitQueued = false;
-    if (!this.pass) return;
-    this.pass.end();
-    this.device.queue.submit([this.encoder!.finish()]);
+    if (!this.encoder) return;
+    this.pass?.end();
+    this.profiler?.beforeSubmit(this.encoder);
+    this.device.queue.submit([this.encoder.finish()]);
     this.pass = null;
     this.encoder = null;
     this.counters.submits++;
+    this.profiler?.afterSubmit();
+  }
+
+  /**
+   * max-autotune (called by FusedProgram before it prepares its kernels): registers the program's
+   * matmuls with the tuner, which records each decision (autotune.ts).
+   */
+  autotuneProgram(l: Lowered): void {
+    this.tuner.register(l);
+  }
+
+  /**
+   * Times the matmul configurations of max-autotune programs on this device and keeps the fastest
+   * per shape (autotune.ts). With `compiled` (a kiln.compile result) and its arguments, it first
+   * runs `compiled.warmup([args])` so the program exists; programs switch at their next call.
+   */
+  autotune(compiled?: AutotuneTarget, args: readonly unknown[] = [], opts: AutotuneOptions = {}): Promise<AutotuneReport> {
+    this.check();
+    return this.tuner.run(compiled, args, opts);
+  }
+
+  /** Whether profile() can run here (the device has 'timestamp-query'). */
+  get canProfile(): boolean {
+    return this.device.features.has('timestamp-query');
+  }
+
+  /**
+   * GPU time of every dispatch `fn` makes (profile.ts), from timestamp queries; throws
+   * WebGpuUnsupportedError where the device has no 'timestamp-query'. Not reentrant.
+   */
+  async profile(fn: () => unknown): Promise<GpuProfile> {
+    this.check();
+    if (!this.canProfile) {
+      throw new WebGpuUnsupportedError(`GPU timestamps are not available on this adapter (${this.adapterInfo || 'unknown'}): it has no 'timestamp-query' feature`, 'profile', 'time calls with `await gpu.sync()` around them instead, or profile on an adapter with timestamp-query (Dawn on Vulkan, Metal or D3D12; Chrome)');
+    }
+    if (this.profiler) throw new WebGpuUnsupportedError('profile() is already running on this backend', 'profile', 'await the running profile first');
+    this.submit();
+    const p = (this.profiler = new Profiler(this.device));
+    const t0 = performance.now();
+    try {
+      const r = fn();
+      if (r && typeof (r as Promise<unknown>).then === 'function') await r;
+    } finally {
+      this.submit();
+      this.profiler = null;
+    }
+    await this.sync();
+    return p.result(this.adapterInfo, performance.now() - t0);
   }
 
   /**

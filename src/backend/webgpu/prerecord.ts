@@ -18,8 +18,9 @@
 // their eager kernels on the first call while the backend captures their dispatches; when those
 // bound only the program's buffers (no temporary, no host write) they are replayed like the
 // kernels from then on. Otherwise (a non-contiguous input copied to a temporary), and for
-// `random` (fresh numbers uploaded from the host each call: a queue write, which submits what is
-// recorded before it, so such a call is two submits) and custom ops (user code), the step runs
+// `random` (fresh numbers each call: a Philox dispatch whose seed and offset are written to a
+// parameter buffer; float64/bool outputs and some integer ranges upload from the host, a queue
+// write that submits what is recorded before it) and custom ops (user code), the step runs
 // its eager kernels on every call, in order; `summary` says which and why.
 
 /// <reference types="@webgpu/types" />
@@ -80,7 +81,7 @@ export class PrerecordedProgram implements ProgramRecording {
     this.steps = steps.map((s): Step => {
       if ('prepared' in s) return { kind: 'kernel', kernel: s.prepared as GpuKernel, dispatches: [] };
       const why = s.op === 'random'
-        ? 'fresh random numbers drawn on the host and uploaded each call (a queue write: the dispatches before it are submitted first, so the call is 2 submits)'
+        ? 'fresh random numbers each call: one Philox dispatch on the GPU with a new (seed, offset), no extra submit (float64/bool outputs and integer ranges the GPU cannot draw exactly upload from the host: 2 submits)'
         : s.op.startsWith('custom:') ? 'a custom op runs its JavaScript each call' : `no capture for opaque ${s.op}`;
       return CAPTURABLE.has(s.op)
         ? { kind: 'opaque', op: s.op, node: s.node, state: 'capture', reason: PENDING, dispatches: [] }

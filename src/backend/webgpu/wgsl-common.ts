@@ -3,7 +3,8 @@
 
 import type { Affine, LoopKernel, Stmt, Store } from '../../compiler/loop-ir.js';
 import { bufferDTypes, kernelLoads, kernelStores } from '../../compiler/loop-ir.js';
-import { HelperSet, render, wtype, type ExprEnv, type WType } from './wgsl-expr.js';
+import type { DType } from '../../core/dtype.js';
+import { HelperSet, render, wtype, type ExprEnv, type Typed, type WType } from './wgsl-expr.js';
 
 export const MAX_GROUPS_PER_DIM = 65535;
 
@@ -32,15 +33,22 @@ export interface BindingPlan {
   name(buf: number): string;
 }
 
-
-export function planBindings(k: LoopKernel, alias: AliasMap): BindingPlan {
+/**
+ * One binding per canonical buffer, in buffer order. Buffers in `vec4` (canonical indices) are
+ * declared `array<vec4<T>>` (element e is `b[e >> 2][e & 3]`), the rest `array<T>`.
+ */
+export function planBindings(k: LoopKernel, alias: AliasMap, vec4: ReadonlySet<number> = new Set()): BindingPlan {
   const canon = (b: number) => alias.get(b) ?? b;
   const dtypes = bufferDTypes(k);
   const written = new Set(kernelStores(k).map((s) => canon(s.buf)));
   const used = new Set([...kernelLoads(k), ...kernelStores(k).map((s) => s.buf)].map(canon));
   if (k.kind === 'matmul') (used.add(canon(k.a.buf)), used.add(canon(k.b.buf)));
   const order = [...used].sort((a, b) => a - b);
-  const decl = order.map((b, i) => `@group(0) @binding(${i}) var<storage, ${written.has(b) ? 'read_write' : 'read'}> b${b}: array<${wtype(dtypes.get(b) ?? 'float32', k.name)}>;`).join('\n');
+  const elem = (b: number) => {
+    const t = wtype(dtypes.get(b) ?? 'float32', k.name);
+    return vec4.has(b) ? `vec4<${t}>` : t;
+  };
+  const decl = order.map((b, i) => `@group(0) @binding(${i}) var<storage, ${written.has(b) ? 'read_write' : 'read'}> b${b}: array<${elem(b)}>;`).join('\n');
   return { decl, order, writable: order.map((b) => written.has(b)), name: (b) => `b${canon(b)}` };
 }
 
@@ -67,13 +75,17 @@ export function decompose(flat: string, shape: readonly number[], first: number,
   return L;
 }
 
-/** Grid for `groups` workgroups: x up to 65535, the rest in y (the kernel recomputes the flat id). */
+/**
+ * Grid for `groups` workgroups: x up to 65535, the rest in y (the kernel recomputes the flat id
+ * as `wg.y * grid[0] + wg.x` and returns past the end). Balanced: x = ceil(groups / y), so at
+ * most y - 1 workgroups do nothing (65536 groups: 32768 x 2, not 65535 x 2).
+ */
 export function grid1d(groups: number): [number, number, number] {
   const g = Math.max(1, groups);
   if (g <= MAX_GROUPS_PER_DIM) return [g, 1, 1];
   const y = Math.ceil(g / MAX_GROUPS_PER_DIM);
   if (y > MAX_GROUPS_PER_DIM) throw new Error(`kiln internal: ${g} workgroups exceed the dispatch grid`);
-  return [MAX_GROUPS_PER_DIM, y, 1];
+  return [Math.ceil(g / y), y, 1];
 }
 
 /** An expression environment over the given bindings and loop variables. */
@@ -105,11 +117,12 @@ export class Body {
 
   stores(list: readonly Store[], indent = '  '): void {
     const env = this.env();
-    for (const s of list) {
-      const t = wtype(s.dtype, 'store');
-      const v = render(s.value, env);
-      const code = v.type === t ? v.code : t === 'u32' ? `select(0u, 1u, ${v.code} != ${v.type === 'f32' ? '0.0' : '0'})` : `${t}(${v.code})`;
-      this.lines.push(`${indent}${this.bind.name(s.buf)}[${affine(s.at)}] = ${code};`);
-    }
+    for (const s of list) this.lines.push(`${indent}${this.bind.name(s.buf)}[${affine(s.at)}] = ${storeValue(render(s.value, env), s.dtype)};`);
   }
+}
+
+/** A rendered value converted to what a store of `dtype` writes (bool: 1u when non-zero). */
+export function storeValue(v: Typed, dtype: DType): string {
+  const t = wtype(dtype, 'store');
+  return v.type === t ? v.code : t === 'u32' ? `select(0u, 1u, ${v.code} != ${v.type === 'f32' ? '0.0' : '0'})` : `${t}(${v.code})`;
 }

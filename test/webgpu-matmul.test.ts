@@ -1,0 +1,293 @@
+// The WebGPU matmul template (src/backend/webgpu/render-matmul.ts) in every configuration
+// max-autotune may pick, against a float64 reference on the CPU: edge shapes (m, n, k not
+// multiples of the tile, k = 1, tiny), batched (broadcast batch too), transposed and offset
+// views (vec4 and scalar loads), the same buffer as both operands, int32, and fused epilogues
+// in compiled programs. Then max-autotune on WebGPU (autotune.ts): `await gpu.autotune(f, args)`
+// measures, records the decision, and the program's results equal the default configuration's.
+// Then timestamp profiling (profile.ts), or its typed error where the adapter has no
+// 'timestamp-query' (llvmpipe). Inputs are fresh each run: the seed is printed.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as kiln from 'kiln';
+import { requestWebGpuBackend } from 'kiln/node';
+import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig } from '../src/backend/webgpu/render-matmul.js';
+import type { MatmulKernel } from '../src/compiler/loop-ir.js';
+
+const cpu = new kiln.JsBackend();
+kiln.setDefaultBackend(cpu);
+let gpu: kiln.WebGpuBackend | null = null;
+let why = '';
+try {
+  gpu = await requestWebGpuBackend();
+} catch (e) {
+  why = (e as Error).message.split('\n')[0]!;
+}
+const skip = gpu ? false : `no WebGPU adapter: ${why}`;
+after(async () => {
+  kiln.setDefaultBackend(cpu);
+  if (gpu) gpu.matmulConfig = null;
+  await gpu?.destroy();
+});
+
+const seed = Math.floor(Math.random() * 2 ** 31);
+console.log(`# webgpu-matmul: seed ${seed}`);
+
+function onCpu<T>(fn: () => T): T {
+  kiln.setDefaultBackend(cpu);
+  return fn();
+}
+function onGpu<T>(fn: () => T): T {
+  kiln.setDefaultBackend(gpu!);
+  try {
+    return fn();
+  } finally {
+    kiln.setDefaultBackend(cpu);
+  }
+}
+
+// ---- rendering only (no adapter needed) ----
+
+const mm = (m: number, k: number, n: number, a: Partial<MatmulKernel['a']>, b: Partial<MatmulKernel['b']>, extra: Partial<MatmulKernel> = {}): MatmulKernel => ({
+  kind: 'matmul', name: 'mm', dtype: 'float32', batch: [], m, n, k,
+  a: { buf: 1, base: { c: [], o: 0 }, sRow: k, sCol: 1, ...a }, b: { buf: 2, base: { c: [], o: 0 }, sRow: n, sCol: 1, ...b },
+  body: [], stores: [{ buf: 0, at: { c: [n, 1], o: 0 }, value: { k: 'acc' }, dtype: 'float32', node: -1 }], ...extra,
+});
+const modes = (k: MatmulKernel, cfg = DEFAULT_MATMUL_CONFIG) => /A (\S+), B (\S+)/.exec(renderMatmul(k, new Map(), cfg).code)!.slice(1, 3).join(', ');
+
+test('matmul template: vec4 loads where strides, offsets and extents allow, scalar loads otherwise', () => {
+  assert.equal(modes(mm(64, 32, 48, {}, {})), 'vec-col, vec-col');
+  // x @ W.T (a Linear): B's unit stride is along k
+  assert.equal(modes(mm(64, 32, 48, {}, { sRow: 1, sCol: 32 })), 'vec-col, vec-row');
+  // both transposed
+  assert.equal(modes(mm(64, 32, 48, { sRow: 1, sCol: 64 }, { sRow: 1, sCol: 32 })), 'vec-row, vec-row');
+  // k = 33: rows of A are not 16-byte aligned; n = 45: B's neither
+  assert.equal(modes(mm(70, 33, 45, {}, {})), 'scalar-col, scalar-col');
+  // transposed and unaligned: scalars read along the unit stride
+  assert.equal(modes(mm(30, 21, 19, { sRow: 1, sCol: 30 }, { sRow: 1, sCol: 21 })), 'scalar-row, scalar-row');
+  // an offset of 1 element, a batch stride not a multiple of 4, a column stride of 2
+  assert.equal(modes(mm(8, 8, 8, { base: { c: [], o: 1 } }, {})), 'scalar-col, vec-col');
+  assert.equal(modes(mm(8, 8, 8, { base: { c: [66], o: 0 } }, {}, { batch: [2] })), 'scalar-col, vec-col');
+  assert.match(modes(mm(8, 8, 8, { sCol: 2, sRow: 16 }, {})), /^scalar-/);
+  // A also loaded by the epilogue: its binding stays scalar (one binding per buffer)
+  const epi = mm(16, 16, 16, {}, {}, { stores: [{ buf: 0, at: { c: [16, 1], o: 0 }, value: { k: 'op', op: 'add', dtype: 'float32', a: [{ k: 'acc' }, { k: 'load', buf: 1, at: { c: [16, 1], o: 0 }, dtype: 'float32' }] }, dtype: 'float32', node: -1 }] });
+  assert.equal(modes(epi), 'scalar-col, vec-col');
+  // the same buffer as both operands: one binding type for both
+  assert.equal(modes(mm(8, 4, 6, { sRow: 8 }, { buf: 1, sRow: 8, base: { c: [], o: 1 } })), 'scalar-col, scalar-col');
+  assert.equal(modes(mm(8, 4, 8, { sRow: 8 }, { buf: 1, sRow: 1, sCol: 8 })), 'vec-col, vec-row');
+});
+
+test('matmul configurations: the default is the 64x64x16/4x4 template; device limits filter the rest', () => {
+  assert.equal(configName(MATMUL_CONFIGS[0]!), '64x64x16/4x4');
+  assert.equal(configName(DEFAULT_MATMUL_CONFIG), '64x64x16/4x4');
+  const code = renderMatmul(mm(64, 64, 64, {}, {}), new Map()).code;
+  assert.match(code, /@workgroup_size\(16, 16\)/);
+  assert.match(code, /array<vec4<f32>, 256>/); // 64x16 floats as vec4 per tile
+  const limits = { maxComputeInvocationsPerWorkgroup: 256, maxComputeWorkgroupSizeX: 256, maxComputeWorkgroupSizeY: 256, maxComputeWorkgroupStorageSize: 16384 } as GPUSupportedLimits;
+  assert.match(deviceProblem(parseConfig('128x128x32/8x8'), limits)!, /32768 bytes of workgroup memory/);
+  assert.equal(deviceProblem(parseConfig('128x128x16/8x8'), limits), null);
+  assert.match(deviceProblem(parseConfig('128x128x16/4x4'), limits)!, /1024 invocations/);
+  assert.throws(() => parseConfig('64x64x16/3x4'), /multiples of 4/);
+  assert.throws(() => parseConfig('64x64'), /BMxBNxBK\/TMxTN/);
+  // no bound checks where every dimension divides by the tile; checks where one does not
+  assert.doesNotMatch(renderMatmul(mm(128, 64, 128, {}, {}), new Map(), parseConfig('128x128x16/8x8')).code, /< 128\)|< 64\)/);
+  assert.match(renderMatmul(mm(70, 33, 45, {}, {}), new Map()).code, /< 70/);
+});
+
+// ---- every configuration on the device ----
+
+/** Configurations this device can run. */
+const configs = (): MatmulConfig[] => MATMUL_CONFIGS.filter((c) => deviceProblem(c, gpu!.device.limits) === null);
+
+interface Case {
+  readonly label: string;
+  /** the operands on the CPU (float32 or int32), already viewed */
+  readonly a: kiln.Tensor;
+  readonly b: kiln.Tensor;
+  /** the same views over GPU copies */
+  readonly ga: kiln.Tensor;
+  readonly gb: kiln.Tensor;
+}
+
+/** Operands: bases made on the CPU and copied to the GPU, the same view applied on both sides. */
+function makeCase(label: string, aShape: number[], bShape: number[], va: (t: kiln.Tensor) => kiln.Tensor = (t) => t, vb: (t: kiln.Tensor) => kiln.Tensor = (t) => t, dtype: 'float32' | 'int32' = 'float32'): Case {
+  const [a0, b0] = onCpu(() => [aShape, bShape].map((s) => kiln.keep(dtype === 'int32' ? kiln.randint(-4, 5, s) : kiln.randn(s))));
+  const [ga0, gb0] = [a0!, b0!].map((t) => kiln.keep(kiln.toBackend(t, gpu!)));
+  return { label, a: onCpu(() => kiln.keep(va(a0!))), b: onCpu(() => kiln.keep(vb(b0!))), ga: onGpu(() => kiln.keep(va(ga0!))), gb: onGpu(() => kiln.keep(vb(gb0!))) };
+}
+
+/** float64 reference of a @ b and of |a| @ |b| (for the rounding bound). */
+function reference(c: Case): { want: Float64Array; mag: Float64Array; k: number } {
+  return onCpu(() => kiln.scope(() => {
+    const a = c.a.double(), b = c.b.double();
+    const want = kiln.matmul(a, b).dataSync() as Float64Array;
+    const mag = kiln.matmul(a.abs(), b.abs()).dataSync() as Float64Array;
+    return { want: Float64Array.from(want), mag: Float64Array.from(mag), k: c.a.shape[c.a.ndim - 1]! };
+  }));
+}
+
+function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, bound: (i: number) => number, label: string): void {
+  assert.equal(got.length, want.length, `${label}: length`);
+  for (let i = 0; i < want.length; i++) {
+    const e = Math.abs(got[i]! - want[i]!);
+    if (!(e <= bound(i))) assert.fail(`${label}: element ${i}: got ${got[i]}, want ${want[i]} (error ${e}, bound ${bound(i)}; seed ${seed})`);
+  }
+}
+
+test(`webgpu matmul: every configuration against float64 on edge, batched, transposed and offset operands (seed ${seed})`, { skip }, async () => {
+  kiln.manualSeed(seed);
+  const T = (t: kiln.Tensor) => t.transpose(-1, -2);
+  const cases: Case[] = [
+    makeCase('edge 70x33 @ 33x45', [70, 33], [33, 45]),
+    makeCase('k=1 17x1 @ 1x9', [17, 1], [1, 9]),
+    makeCase('k=0 5x0 @ 0x3 (zeros)', [5, 0], [0, 3]),
+    makeCase('tiny 1x1 @ 1x1', [1, 1], [1, 1]),
+    makeCase('tiny 3x5 @ 5x2', [3, 5], [5, 2]),
+    makeCase('tile multiples 128x64 @ 64x128', [128, 64], [64, 128]),
+    makeCase('x @ W.T (Linear) 40x36 @ (52x36).T', [40, 36], [52, 36], undefined, T),
+    makeCase('both transposed, aligned (36x64).T @ (40x36).T', [36, 64], [40, 36], T, T),
+    makeCase('both transposed, unaligned (21x30).T @ (19x21).T', [21, 30], [19, 21], T, T),
+    makeCase('batched [3] 20x24 @ 24x36', [3, 20, 24], [3, 24, 36]),
+    makeCase('batched broadcast [2,3] x [3], B transposed', [2, 3, 9, 12], [3, 20, 12], undefined, T),
+    makeCase('offset and step views', [40, 70], [35, 66], (t) => t.slice(1, 1, 67, 2), (t) => t.slice(0, 2, 35).slice(1, 3, 64)),
+    makeCase('int32 70x33 @ 33x45', [70, 33], [33, 45], undefined, undefined, 'int32'),
+  ];
+  // the same buffer as both operands (one vec4 and one scalar view of it: both scalar)
+  {
+    const x = onCpu(() => kiln.keep(kiln.randn([8, 8])));
+    const gx = kiln.keep(kiln.toBackend(x, gpu!));
+    const va = (t: kiln.Tensor) => t.slice(1, 0, 4), vb = (t: kiln.Tensor) => t.slice(0, 0, 4).slice(1, 1, 7);
+    cases.push({ label: 'same buffer, x[:, :4] @ x[:4, 1:7]', a: onCpu(() => kiln.keep(va(x))), b: onCpu(() => kiln.keep(vb(x))), ga: onGpu(() => kiln.keep(va(gx))), gb: onGpu(() => kiln.keep(vb(gx))) });
+    cases.push({ label: 'same buffer, x @ x.T', a: x, b: onCpu(() => kiln.keep(x.transpose(0, 1))), ga: gx, gb: onGpu(() => kiln.keep(gx.transpose(0, 1))) });
+  }
+  const refs = cases.map(reference);
+  const list = configs();
+  assert.ok(list.some((c) => configName(c) === '64x64x16/4x4'), 'the default configuration runs here');
+  try {
+    for (const cfg of list) {
+      gpu!.matmulConfig = cfg;
+      for (let i = 0; i < cases.length; i++) {
+        const c = cases[i]!, r = refs[i]!;
+        const out = onGpu(() => kiln.matmul(c.ga, c.gb));
+        const got = await out.data();
+        out.dispose();
+        const label = `${configName(cfg)} ${c.label}`;
+        if (c.a.dtype === 'int32') assert.deepEqual(Array.from(got), Array.from(r.want), label);
+        else assertClose(got as Float32Array, r.want, (j) => 1e-6 + 2 * (r.k + 2) * 2 ** -24 * r.mag[j]!, label);
+      }
+    }
+  } finally {
+    gpu!.matmulConfig = null;
+  }
+  console.log(`# ${list.length} configurations x ${cases.length} cases: ${list.map(configName).join(', ')}`);
+});
+
+test(`webgpu matmul: fused epilogues in compiled programs, every configuration (seed ${seed})`, { skip }, async () => {
+  kiln.manualSeed(seed + 1);
+  const host = onCpu(() => ({
+    x: kiln.keep(kiln.randn([50, 36])), w: kiln.keep(kiln.randn([44, 36]).mul(0.2)), bias: kiln.keep(kiln.randn([44])),
+    r: kiln.keep(kiln.randn([50, 44])), s: kiln.keep(kiln.randn([36, 36])), ba: kiln.keep(kiln.randn([2, 10, 12])), bb: kiln.keep(kiln.randn([2, 12, 7])),
+  }));
+  const dev = Object.fromEntries(Object.entries(host).map(([k, t]) => [k, kiln.keep(kiln.toBackend(t, gpu!))])) as typeof host;
+  // Linear + GELU(tanh) + residual; the epilogue reading A's own buffer; a batched epilogue
+  const fns: [string, (t: typeof host) => kiln.Tensor][] = [
+    ['gelu(x @ W.T + b) + r', (t) => kiln.gelu(kiln.linear(t.x, t.w, t.bias), 'tanh').add(t.r)],
+    ['s @ s + s (A read by the epilogue)', (t) => kiln.matmul(t.s, t.s).add(t.s)],
+    ['relu(batched) * 2', (t) => kiln.matmul(t.ba, t.bb).relu().mul(2)],
+  ];
+  const wants = fns.map(([, f]) => onCpu(() => kiln.scope(() => Float64Array.from(f(Object.fromEntries(Object.entries(host).map(([k, t]) => [k, t.double()])) as typeof host).dataSync() as Float64Array))));
+  try {
+    for (const cfg of configs()) {
+      gpu!.matmulConfig = cfg;
+      for (let i = 0; i < fns.length; i++) {
+        const [label, f] = fns[i]!;
+        const compiled = kiln.compile(() => f(dev), { backend: 'webgpu', fullgraph: true, name: `epi${i}` });
+        const out = onGpu(() => compiled() as kiln.Tensor);
+        const got = await out.data();
+        out.dispose();
+        const want = wants[i]!;
+        assertClose(got as Float32Array, want, (j) => 1e-4 * (1 + Math.abs(want[j]!)), `${configName(cfg)} ${label}`);
+      }
+    }
+  } finally {
+    gpu!.matmulConfig = null;
+  }
+});
+
+test('webgpu: float64 matmuls still raise the dtype error', { skip }, () => {
+  const a = onGpu(() => kiln.toBackend(onCpu(() => kiln.randn([4, 4]).double()), gpu!));
+  assert.throws(() => onGpu(() => kiln.matmul(a, a)), /float64 is not supported on webgpu/);
+});
+
+// ---- max-autotune on WebGPU ----
+
+test(`webgpu max-autotune: gpu.autotune measures, records the decision, and results equal the default's (seed ${seed})`, { skip }, async () => {
+  kiln.manualSeed(seed + 2);
+  const host = onCpu(() => ({ x: kiln.keep(kiln.randn([72, 40])), w1: kiln.keep(kiln.randn([96, 40]).mul(0.2)), w2: kiln.keep(kiln.randn([40, 96]).mul(0.2)) }));
+  const { x, w1, w2 } = Object.fromEntries(Object.entries(host).map(([k, t]) => [k, kiln.keep(kiln.toBackend(t, gpu!))])) as typeof host;
+  const fn = (x: kiln.Tensor) => kiln.matmul(kiln.gelu(kiln.matmul(x, w1.transpose(0, 1)), 'tanh'), w2.transpose(0, 1)).add(x);
+  const candidates = ['64x64x16/4x4', '32x32x16/4x4', '128x64x16/8x4'];
+
+  // before measuring: the default, and the decision says so
+  const before = onGpu(() => kiln.explain(fn, { backend: 'webgpu', mode: 'max-autotune', print: false })(x));
+  const pre = before.graphs[0]!.fusion!;
+  assert.match(pre, /autotuned .*on webgpu: default 64x64x16\/4x4 for now \(not measured/);
+  assert.equal((pre.match(/autotuned/g) ?? []).length, 2, 'one decision per matmul');
+
+  const f = kiln.compile(fn, { backend: 'webgpu', mode: 'max-autotune', fullgraph: true });
+  const report = await onGpu(() => gpu!.autotune(f, [x], { candidates, repeats: 1, targetMs: 2 }));
+  assert.equal(report.measured.length, 2, report.text);
+  for (const r of report.measured) {
+    assert.ok(candidates.includes(r.chosen), `${r.chosen} is a candidate`);
+    assert.equal(r.candidates.length, 3);
+    assert.ok(r.candidates.every((c) => c.ms !== null && c.ms > 0), JSON.stringify(r.candidates));
+    const best = Math.min(...r.candidates.map((c) => c.ms!));
+    assert.equal(r.candidates.find((c) => c.config === r.chosen)!.ms, best, 'the fastest is chosen');
+    assert.equal(r.timing, gpu!.canProfile ? 'timestamp-query' : 'wall clock');
+  }
+  console.log(`# autotune (${report.ms.toFixed(0)} ms):\n${report.text.replace(/^/gm, '#   ')}`);
+  // measured once: nothing left
+  assert.equal((await gpu!.autotune()).measured.length, 0);
+
+  // the tuned program equals the default configuration's results
+  const plain = kiln.compile(fn, { backend: 'webgpu', fullgraph: true });
+  const base = await onGpu(() => kiln.scope(() => kiln.keep(plain(x) as kiln.Tensor))).data();
+  const tuned = await onGpu(() => kiln.scope(() => kiln.keep(f(x) as kiln.Tensor))).data();
+  assertClose(tuned as Float32Array, base as Float32Array, (j) => 1e-5 * (1 + Math.abs(base[j]!)), 'tuned vs default');
+
+  // measuring again (force) with one candidate: the existing program renders it at its next call
+  const only = '128x64x16/8x4+pf';
+  const again = await gpu!.autotune(undefined, [], { force: true, candidates: [only], includeDefault: false, repeats: 1, targetMs: 1 });
+  assert.deepEqual(again.measured.map((r) => r.chosen), [only, only]);
+  const pipelines = gpu!.stats.pipelines;
+  const retuned = await onGpu(() => kiln.scope(() => kiln.keep(f(x) as kiln.Tensor))).data();
+  assert.equal(gpu!.stats.pipelines - pipelines, 2, 'both matmuls rendered in the new configuration');
+  assertClose(retuned as Float32Array, base as Float32Array, (j) => 1e-5 * (1 + Math.abs(base[j]!)), 'retuned vs default');
+
+  // the decision names the winner (a new compile of the same shapes takes it at once)
+  const afterExplain = onGpu(() => kiln.explain(fn, { backend: 'webgpu', mode: 'max-autotune', print: false })(x));
+  const post = afterExplain.graphs[0]!.fusion!;
+  assert.equal((post.match(new RegExp(`on webgpu: ${only.replace(/\+/g, '\\+')} \\(.*measured with`, 'g')) ?? []).length, 2, post);
+});
+
+// ---- timestamp profiling ----
+
+test('webgpu profile: per-dispatch GPU time with timestamp-query, a typed error without', { skip }, async () => {
+  const x = onGpu(() => kiln.keep(kiln.toBackend(onCpu(() => kiln.randn([64, 48])), gpu!)));
+  const f = kiln.compile((x: kiln.Tensor) => kiln.matmul(x, x.transpose(0, 1)).relu().sum(1), { backend: 'webgpu', fullgraph: true, name: 'prof' });
+  onGpu(() => kiln.scope(() => void f(x)));
+  if (!gpu!.canProfile) {
+    await assert.rejects(gpu!.profile(() => onGpu(() => kiln.scope(() => void f(x)))), (e: Error) => e instanceof kiln.WebGpuUnsupportedError && /timestamp-query/.test(e.message));
+    console.log(`# no timestamp-query on ${gpu!.adapterInfo}: profile() raises WebGpuUnsupportedError`);
+    return;
+  }
+  const p = await gpu!.profile(() => onGpu(() => kiln.scope(() => void f(x))));
+  assert.ok(p.dispatches.length >= 2, p.text);
+  assert.ok(p.dispatches.every((d) => Number.isFinite(d.ns) && d.ns >= 0), p.text);
+  assert.ok(p.dispatches.some((d) => /matmul|mm/.test(d.kernel)), p.text);
+  console.log(p.text.replace(/^/gm, '# '));
+  // results after profiling are unaffected, and the backend encodes normally again
+  const s0 = gpu!.stats.submits;
+  await onGpu(() => kiln.scope(() => kiln.keep(f(x) as kiln.Tensor))).data();
+  assert.ok(gpu!.stats.submits - s0 <= 2);
+});
