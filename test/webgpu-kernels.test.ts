@@ -13,31 +13,19 @@
 //
 // Seeds are fresh each run and printed in the test names.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { coalescePointwise, pointwiseConfig, pointwiseStats, vec4Plan } from '../src/backend/webgpu/render-pointwise.js';
 import { gpuIntegerExact, NORMAL_TOLERANCE } from '../src/backend/webgpu/render-random.js';
 import { grid1d } from '../src/backend/webgpu/wgsl-common.js';
 import { defaultGenerator } from '../src/core/random.js';
 import type { Affine, LExpr, PointwiseKernel } from '../src/compiler/loop-ir.js';
 
-const cpu = new kiln.JsBackend();
-kiln.setDefaultBackend(cpu);
-let gpu: kiln.WebGpuBackend | null = null;
-let why = '';
-try {
-  gpu = await requestWebGpuBackend();
-} catch (e) {
-  why = (e as Error).message.split('\n')[0]!;
-}
-const skip = gpu ? false : `no WebGPU adapter: ${why}`;
-after(async () => {
-  kiln.setDefaultBackend(cpu);
+const { cpu, gpu, skip } = await webGpuForTests(() => {
   pointwiseConfig.vec4 = true;
   pointwiseConfig.vec4PerInvocation = 1;
-  await gpu?.destroy();
 });
 
 const seed = Math.floor(Math.random() * 2 ** 31);

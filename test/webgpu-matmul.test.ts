@@ -7,27 +7,15 @@
 // Then timestamp profiling (profile.ts), or its typed error where the adapter has no
 // 'timestamp-query' (llvmpipe). Inputs are fresh each run: the seed is printed.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig } from '../src/backend/webgpu/render-matmul.js';
 import type { MatmulKernel } from '../src/compiler/loop-ir.js';
 
-const cpu = new kiln.JsBackend();
-kiln.setDefaultBackend(cpu);
-let gpu: kiln.WebGpuBackend | null = null;
-let why = '';
-try {
-  gpu = await requestWebGpuBackend();
-} catch (e) {
-  why = (e as Error).message.split('\n')[0]!;
-}
-const skip = gpu ? false : `no WebGPU adapter: ${why}`;
-after(async () => {
-  kiln.setDefaultBackend(cpu);
-  if (gpu) gpu.matmulConfig = null;
-  await gpu?.destroy();
+const { cpu, gpu, skip } = await webGpuForTests((g) => {
+  if (g) g.matmulConfig = null;
 });
 
 const seed = Math.floor(Math.random() * 2 ** 31);

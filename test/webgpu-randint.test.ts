@@ -2,25 +2,12 @@
 // composite of float64 uniforms, scale, floor and cast could not run there). Same seed, same
 // integers as the CPU backend; compiled, fresh integers on every call.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import { webGpuForTests } from './helpers/webgpu-backend.js';
 
-const cpu = new kiln.JsBackend();
-kiln.setDefaultBackend(cpu);
-let gpu: kiln.WebGpuBackend | null = null;
-let why = '';
-try {
-  gpu = await requestWebGpuBackend();
-} catch (e) {
-  why = (e as Error).message.split('\n')[0]!;
-}
-const skip = gpu ? false : `no WebGPU adapter: ${why}`;
-after(async () => {
-  kiln.setDefaultBackend(cpu);
-  await gpu?.destroy();
-});
+const { cpu, gpu, skip } = await webGpuForTests();
 
 const seed = Math.floor(Math.random() * 2 ** 31);
 

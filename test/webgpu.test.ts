@@ -10,31 +10,16 @@
 // Inputs are made on the CPU backend (the op table's generators read values synchronously),
 // then uploaded with their views intact; results are read back with `await t.data()`.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, mismatch, type OpCase } from './op-table.js';
 import { opArb, program, shapeArb, type Op } from './helpers/random-graphs.js';
 import { trainMlpSteps } from './helpers/webgpu-mlp.js';
 
-const cpu = new kiln.JsBackend();
-kiln.setDefaultBackend(cpu);
-let gpu: kiln.WebGpuBackend | null = null;
-let why = '';
-try {
-  gpu = await requestWebGpuBackend();
-  console.log(`# webgpu adapter: ${gpu.adapterInfo}`);
-} catch (e) {
-  why = (e as Error).message.split('\n')[0]!;
-  console.log(`# webgpu tests skipped: ${why}`);
-}
-const skip = gpu ? false : `no WebGPU adapter: ${why}`;
-after(async () => {
-  kiln.setDefaultBackend(cpu);
-  await gpu?.destroy();
-});
+const { cpu, gpu, skip } = await webGpuForTests();
 
 const base = baseSeed();
 const RANDOM = /dropout/;

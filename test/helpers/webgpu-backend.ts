@@ -1,0 +1,35 @@
+// The WebGPU backend for a test file: the CPU backend stays the default, the GPU is acquired
+// once (Dawn over llvmpipe here; skipped with the reason when no adapter answers), and both are
+// put back and released after the file's tests.
+
+import { after } from 'node:test';
+import * as kiln from 'kiln';
+import { requestWebGpuBackend } from 'kiln/node';
+
+export interface WebGpuTestContext {
+  readonly cpu: kiln.JsBackend;
+  readonly gpu: kiln.WebGpuBackend | null;
+  /** node:test's `skip` option: false, or why there is no adapter */
+  readonly skip: false | string;
+}
+
+/** `cleanup` runs after the file's tests, before the device is destroyed (undo global switches). */
+export async function webGpuForTests(cleanup?: (gpu: kiln.WebGpuBackend | null) => void): Promise<WebGpuTestContext> {
+  const cpu = new kiln.JsBackend();
+  kiln.setDefaultBackend(cpu);
+  let gpu: kiln.WebGpuBackend | null = null;
+  let why = '';
+  try {
+    gpu = await requestWebGpuBackend();
+    console.log(`# webgpu adapter: ${gpu.adapterInfo}`);
+  } catch (e) {
+    why = (e as Error).message.split('\n')[0]!;
+    console.log(`# webgpu tests skipped: ${why}`);
+  }
+  after(async () => {
+    kiln.setDefaultBackend(cpu);
+    cleanup?.(gpu);
+    await gpu?.destroy();
+  });
+  return { cpu, gpu, skip: gpu ? false : `no WebGPU adapter: ${why}` };
+}
