@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
+import { crossEntropyStep } from './helpers/train-step.js';
 
 function build(seed: number) {
   kiln.manualSeed(seed);
@@ -57,13 +58,7 @@ test('1000 compiled SGD steps compile once and keep memory flat', () => {
   const opt = new kiln.optim.SGD(m.parameters(), { lr: 0.01 });
   const x = kiln.keep(kiln.randn([16, 8]));
   const y = kiln.keep(kiln.randint(0, 4, [16]));
-  const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
-    opt.zeroGrad();
-    const loss = kiln.crossEntropy(m.forward(x) as kiln.Tensor, y);
-    loss.backward();
-    opt.step();
-    return loss;
-  });
+  const step = kiln.compile(crossEntropyStep(m, opt));
   for (let i = 0; i < 10; i++) kiln.scope(() => { step(x, y); });
   const before = kiln.memory();
   for (let i = 0; i < 1000; i++) kiln.scope(() => { step(x, y); });
@@ -116,13 +111,7 @@ test('optimizer state created while tracing stays per parameter (CSE-merged valu
     const m = build(11);
     const opt = new kiln.optim.AdamW(m.parameters(), { lr: 1e-2 });
     const x = kiln.keep(kiln.randn([8, 8])), y = kiln.keep(kiln.randint(0, 4, [8]));
-    const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
-      opt.zeroGrad();
-      const loss = kiln.crossEntropy(m.forward(x) as kiln.Tensor, y);
-      loss.backward();
-      opt.step();
-      return loss;
-    }, { fullgraph: true, backend });
+    const step = kiln.compile(crossEntropyStep(m, opt), { fullgraph: true, backend });
     for (let i = 0; i < 3; i++) kiln.scope(() => { step(x, y); });
     const states = m.parameters().map((p) => (opt as unknown as { state: Map<kiln.Tensor, Record<string, kiln.Tensor>> }).state.get(p)!);
     const steps = states.map((s) => Object.values(s).find((t) => t.ndim === 0)!);
@@ -144,13 +133,7 @@ test('a compiled step frees the grads its zeroGrad replaces before it runs: the 
   const x = kiln.keep(kiln.randn([32, 256]));
   const y = kiln.keep(kiln.randint(0, 4, [32]));
   const held: kiln.Tensor[] = [];
-  const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
-    opt.zeroGrad();
-    const loss = kiln.crossEntropy(m.forward(x) as kiln.Tensor, y);
-    loss.backward();
-    opt.step();
-    return loss;
-  }, { backend: 'wasm', fullgraph: true });
+  const step = kiln.compile(crossEntropyStep(m, opt), { backend: 'wasm', fullgraph: true });
   kiln.scope(() => { step(x, y); });
   const afterFirst = heap.stats().peakBytes;
   for (let i = 0; i < 3; i++) {

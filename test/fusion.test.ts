@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
+import { crossEntropyStep } from './helpers/train-step.js';
 import { matchSnapshot } from './helpers/snapshot.js';
 
 function compileOnce<F extends (...a: kiln.Tensor[]) => unknown>(fn: F, ...args: kiln.Tensor[]) {
@@ -49,6 +50,7 @@ test('MLP training step: fused forward, backward and in-place SGD updates', () =
   const model = new kiln.nn.Sequential(new kiln.nn.Linear(8, 16), new kiln.nn.ReLU(), new kiln.nn.Linear(16, 4));
   const opt = new kiln.optim.SGD(model.parameters(), { lr: 0.1 });
   const x = kiln.randn([32, 8]), y = kiln.randint(0, 4, [32]);
+  // written out (not crossEntropyStep): the snapshot holds the argument names x and y
   const step = (x: kiln.Tensor, y: kiln.Tensor) => {
     opt.zeroGrad();
     const loss = kiln.crossEntropy(model.forward(x) as kiln.Tensor, y);
@@ -71,13 +73,7 @@ test('the plan never holds more than eager did at its peak (MLP example training
   kiln.manualSeed(3);
   const model = new MlpClassifier(2, 64, data.classes);
   const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-  const step = (x: kiln.Tensor, y: kiln.Tensor) => {
-    opt.zeroGrad();
-    const loss = kiln.crossEntropy(model.call(x), y);
-    loss.backward();
-    opt.step();
-    return loss;
-  };
+  const step = crossEntropyStep(model, opt);
   kiln.scope(() => { step(data.xTrain, data.yTrain); }); // optimizer state exists from here on
   const base = kiln.memory().bytes;
   kiln.resetPeakMemory();

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
+import { crossEntropyStep } from './helpers/train-step.js';
 
 function snapshot(ts: readonly kiln.Tensor[]): number[][] {
   return ts.map((t) => Array.from(t.dataSync()));
@@ -14,13 +15,7 @@ function trainingStep(seed: number, momentum: number) {
   kiln.manualSeed(seed);
   const model = new kiln.nn.Sequential(new kiln.nn.Linear(6, 16), new kiln.nn.ReLU(), new kiln.nn.Linear(16, 3));
   const opt = new kiln.optim.SGD(model.parameters(), { lr: 0.1, momentum });
-  const step = (x: kiln.Tensor, y: kiln.Tensor) => {
-    opt.zeroGrad();
-    const loss = kiln.crossEntropy(model.call(x), y);
-    loss.backward();
-    opt.step();
-    return loss;
-  };
+  const step = crossEntropyStep(model, opt);
   return { model, opt, step };
 }
 

@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import * as kiln from 'kiln';
 import { webGpuForTests } from './helpers/webgpu-backend.js';
+import { crossEntropyStep } from './helpers/train-step.js';
 import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, mismatch, type OpCase } from './op-table.js';
 import { opArb, program, shapeArb, type Op } from './helpers/random-graphs.js';
 import { trainMlpSteps } from './helpers/webgpu-mlp.js';
@@ -427,13 +428,7 @@ async function trainMode(mode: 'default' | 'reduce-overhead', steps: number) {
     kiln.manualSeed(12);
     const model = new MlpClassifier(2, 64, 3);
     const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-    const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
-      opt.zeroGrad();
-      const loss = kiln.crossEntropy(model.call(x), y);
-      loss.backward();
-      opt.step();
-      return loss;
-    }, { name: 'mlp_step', backend: 'webgpu', fullgraph: true, mode });
+    const step = kiln.compile(crossEntropyStep(model, opt), { name: 'mlp_step', backend: 'webgpu', fullgraph: true, mode });
     const losses: number[] = [];
     const perCall: { bindGroups: number; submits: number; dispatches: number; prerecorded: number }[] = [];
     for (let i = 0; i < steps; i++) {

@@ -4,21 +4,9 @@
 
 import assert from 'node:assert/strict';
 import * as kiln from 'kiln';
+import { crossEntropyStep } from './train-step.js';
 
-/**
- * One training step: zero the grads, cross-entropy of `model` on a batch, backward, optimizer
- * step; returns the loss. Backend-neutral, so it can be compiled anywhere (test/webgpu.test.ts
- * writes the same step inline and could use this one).
- */
-export function crossEntropyStep(model: { call(x: kiln.Tensor): kiln.Tensor }, optim: { zeroGrad(): void; step(): void }) {
-  return (xb: kiln.Tensor, yb: kiln.Tensor): kiln.Tensor => {
-    optim.zeroGrad();
-    const loss = kiln.crossEntropy(model.call(xb), yb);
-    loss.backward();
-    optim.step();
-    return loss;
-  };
-}
+export { crossEntropyStep };
 
 /** Six steps of a 12-32-16-3 MLP from seed 7; `backend` null: eager. Losses and final parameters. */
 export function mlpSteps(backend: string | null, opt: 'sgd' | 'adam'): { losses: number[]; params: number[][] } {

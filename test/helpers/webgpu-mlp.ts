@@ -5,6 +5,7 @@
 // uniform numbers on the GPU, bit for bit), so the same seed gives the same start on both.
 
 import * as kiln from 'kiln';
+import { crossEntropyStep } from './train-step.js';
 import { MlpClassifier, buildMlpData } from '../../examples/mlp.js';
 
 export interface MlpRun {
@@ -33,13 +34,7 @@ export async function trainMlpSteps(dev: kiln.Backend | null, opts: { steps?: nu
     kiln.manualSeed(seed);
     const model = new MlpClassifier(2, 64, data.classes);
     const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-    const step = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => {
-      opt.zeroGrad();
-      const loss = kiln.crossEntropy(model.call(x), y);
-      loss.backward();
-      opt.step();
-      return loss;
-    }, { name: 'mlp_step', backend: dev ? dev.name : 'js', fullgraph: true });
+    const step = kiln.compile(crossEntropyStep(model, opt), { name: 'mlp_step', backend: dev ? dev.name : 'js', fullgraph: true });
     const losses: number[] = [];
     for (let i = 0; i < steps; i++) {
       const loss = kiln.scope(() => kiln.keep(step(xs[i]!, ys[i]!)));
