@@ -64,3 +64,17 @@ test('kiln.stats() counts compiles, hits, misses and compile time', () => {
   assert.ok(s.compileTimeMs > 0);
   assert.equal(s.fusionFallbacks, 0);
 });
+
+test('compile timings add up: trace + passes + lowering (or the cached program) + codegen = compile time, none negative', () => {
+  kiln.compiler.reset();
+  const w = kiln.keep(kiln.randn([16, 16]));
+  for (const run of [0, 1]) {
+    const f = kiln.compile((x: kiln.Tensor) => kiln.gelu(x.matmul(w)).sum(-1), { name: `timed${run}` });
+    kiln.scope(() => { f(kiln.randn([8, 16])); });
+    const t = f.compiled.report!.timings;
+    const parts = t.trace + t.codegen + Object.values(t.passes).reduce((a, b) => a + b, 0);
+    assert.ok(t.trace >= 0 && t.codegen >= 0, JSON.stringify(t));
+    assert.ok(Math.abs(parts - (t.total - t.firstRun)) < 1e-6, JSON.stringify(t));
+    assert.ok('lower' in t.passes || 'cached_program' in t.passes, JSON.stringify(t.passes));
+  }
+});
