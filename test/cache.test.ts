@@ -199,6 +199,38 @@ test('a process that writes once still keeps the folder under its cap (the scan 
   assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
 });
 
+test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph', () => {
+  const dir = fresh('class-edit');
+  // inside the package (so 'kiln' resolves), in the ignored .probe/ folder
+  const scratch = join(import.meta.dirname, '..', '.probe', `cache-class-${process.pid}`);
+  mkdirSync(scratch, { recursive: true });
+  process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
+  const variant = (act: string) => {
+    const path = join(scratch, `class-${act}.ts`);
+    writeFileSync(path, `import * as kiln from 'kiln';
+import 'kiln/node';
+class Block extends kiln.nn.Module {
+  readonly lin = new kiln.nn.Linear(8, 8);
+  forward(x: kiln.Tensor): kiln.Tensor { return this.act(this.lin.call(x)); }
+  act(h: kiln.Tensor): kiln.Tensor { return kiln.${act}(h); }
+}
+kiln.manualSeed(5);
+const m = new Block();
+m.requiresGrad_(false);
+const y = kiln.noGrad(() => kiln.compile(m)(kiln.randn([4, 8])));
+process.stdout.write(JSON.stringify({ out: Array.from(y.dataSync()), stats: kiln.stats() }) + '\\n');
+`);
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path], { encoding: 'utf8', cwd: join(import.meta.dirname, '..'), env: { ...process.env, KILN_CACHE_DIR: dir } });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { out: number[]; stats: kiln.CompilerStats };
+  };
+  const relu = variant('relu');
+  assert.equal(variant('relu').stats.cache.traceSkips, 1, 'the same class warm-starts');
+  const gelu = variant('gelu');
+  assert.equal(gelu.stats.cache.traceSkips, 0, 'the edited class traces');
+  assert.notDeepEqual(gelu.out, relu.out);
+});
+
 test('KILN_CACHE=0 and { cache: false } switch the cache off', () => {
   const dir = fresh('off');
   const r = run(dir, { mode: 'module' }, { KILN_CACHE: '0' });

@@ -80,13 +80,27 @@ function moduleConfig(m: object): string {
   return parts.join(',');
 }
 
+/**
+ * The source of a module's class and every class it extends (up to Object): forward and any
+ * other method it calls (an edited helper method must not replay a stale graph), plus an own
+ * `forward` assigned to the instance.
+ */
+function classSources(m: ModuleLike): string {
+  const out: string[] = [];
+  if (Object.prototype.hasOwnProperty.call(m, 'forward')) out.push(Function.prototype.toString.call(m.forward));
+  for (let p = Object.getPrototypeOf(m); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    out.push(Function.prototype.toString.call(p.constructor));
+  }
+  return out.join('\n');
+}
+
 /** The key of a warm start for these arguments, or null when they cannot be keyed. */
 function warmKey(store: CacheStore, ctx: WarmContext, args: readonly unknown[], caps: Map<string, Tensor>): string | null {
   const parts: string[] = [FORMAT, store.fingerprint, ctx.name, JSON.stringify({ b: ctx.opts.backend ?? 'js', m: ctx.opts.mode ?? 'default', f: ctx.opts.fuse !== false, g: !!ctx.opts.fullgraph })];
   const m = ctx.module;
   if (m) {
     const mods: [string, ModuleLike][] = m.namedModules ? m.namedModules() : [['', m]];
-    for (const [path, sub] of mods) parts.push(`module ${path} ${sub.constructor.name} ${sub.training} ${moduleConfig(sub)}\n${Function.prototype.toString.call(Object.getPrototypeOf(sub).forward ?? sub.forward)}`);
+    for (const [path, sub] of mods) parts.push(`module ${path} ${sub.constructor.name} ${sub.training} ${moduleConfig(sub)}\n${classSources(sub)}`);
   } else parts.push(Function.prototype.toString.call(ctx.fn));
   for (const [name, t] of [...caps].sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (t.isDisposed) return null;
