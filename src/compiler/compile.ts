@@ -459,14 +459,21 @@ export class CompiledFunction {
         counters.graphsCompiled++;
       }
     }
-    const text = program instanceof DynamicProgram && dyn ? printGraph(dyn.graph) : printGraph(optimized);
     const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
+    // the printed forms are made when read (explain, logs, debug dumps), not on every trace:
+    // printing a program's kernels cost ~10 ms of a first call
+    const shown = program;
+    let text: string | undefined, printed: string | undefined;
+    const graphText = () => (text ??= shown instanceof DynamicProgram && dyn ? printGraph(dyn.graph) : printGraph(optimized));
+    const programText = () => (shown ? (printed ??= shown.print()) : undefined);
     report.graphs.push({
-      text, ops: optimized.opCount, key, program: program?.print(),
-      kernels: fused?.kernels.length, fusion: fused ? formatDecisions(fused.lowered.decisions) : undefined, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
+      get text() { return graphText(); },
+      get program() { return programText(); },
+      get fusion() { return fused ? formatDecisions(fused.lowered.decisions) : undefined; },
+      ops: optimized.opCount, key, kernels: fused?.kernels.length, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
     });
-    log('graph', text);
-    debugDump(this.name, optimized.name, { 'graph.txt': text, 'program.txt': program?.print() ?? '(eager backend: node by node)' });
+    log('graph', graphText);
+    debugDump(this.name, optimized.name, { get 'graph.txt'() { return graphText(); }, get 'program.txt'() { return programText() ?? '(eager backend: node by node)'; } });
     // run it now on the real tensors
     runtime.tracer = null;
     const inputs = resolveInputs(optimized, args ?? [], this.argNames, tracer);
