@@ -4,6 +4,7 @@
 // run here, and says which and why, once per process and in every compile report.
 
 import type { Backend } from '../backend/backend.js';
+import { matmul2d } from '../backend/js/matmul.js';
 import { getThreadPool } from '../backend/js/threads.js';
 import { ArgumentError } from '../core/errors.js';
 import { log } from './logs.js';
@@ -92,7 +93,7 @@ export function resolveKernelBackend(requested: string | undefined): { backend: 
 /**
  * kiln.compile resolves its kernel backend at once, so that loading it happens before the first
  * call, not inside it: the JS and wasm worker threads start booting (~60 ms each), native loads
- * koffi and its runtime library (~30 ms warm). A backend that cannot run here (or an unknown
+ * koffi and its runtime library (~30 ms warm), the JS matmul engine compiles its micro-kernels. A backend that cannot run here (or an unknown
  * name) is left to report itself at the first call, as before.
  */
 export function prewarmKernelBackend(requested: string | undefined): void {
@@ -104,5 +105,8 @@ export function prewarmKernelBackend(requested: string | undefined): void {
     return;
   }
   if (backend) backend.prewarm?.();
-  else getThreadPool();
+  else {
+    getThreadPool();
+    matmul2d.prepare();
+  }
 }

@@ -51,7 +51,10 @@ export interface MatmulTiles {
  * kc 256, mc 64, nc 1024; max-autotune may pick others per kernel). `onBlock` (compiled programs' fused epilogues) runs on each block of C right
  * after its last k step.
  */
-export type Matmul2d = (o: MatmulOperands, onBlock?: BlockDone, tiles?: MatmulTiles) => void;
+export type Matmul2d = ((o: MatmulOperands, onBlock?: BlockDone, tiles?: MatmulTiles) => void) & {
+  /** builds the engine and its float32 micro-kernels now (ahead of the first matmul, while idle) */
+  prepare(): void;
+};
 
 /**
  * Builds the matmul engine: one packing scratch array and one set of micro-kernels per thread,
@@ -226,7 +229,14 @@ export function createMatmul(): Matmul2d {
       }
     }
   }
-  return matmul2d;
+  function prepare(): void {
+    if (!engine) {
+      engineScratch = MIN_SCRATCH;
+      engine = makeEngine(engineScratch);
+    }
+    engine.kernels(new Float32Array(0));
+  }
+  return Object.assign(matmul2d, { prepare });
 }
 
 /** This thread's engine (eager and compiled kernels share it); see createMatmul. */

@@ -61,7 +61,9 @@ parentPort.on('message', (m) => {
   claimChunks(ctl, m, () => build(m.id), (fn, lo, hi) => fn(...m.bufs, lo, hi));
 });
 // booted: from now on launches post to this worker (see ThreadPool.run)
-Atomics.store(ctl, ${BOOTED} + workerData.index, 1);`;
+Atomics.store(ctl, ${BOOTED} + workerData.index, 1);
+// the matmul engine's micro-kernels are compiled while this worker waits for its first launch
+matmul2d.prepare();`;
 }
 
 /** Chunks each thread gets on average: enough that the running threads absorb a stalled one's share. */
