@@ -199,7 +199,7 @@ test('a process that writes once still keeps the folder under its cap (the scan 
   assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
 });
 
-test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph', () => {
+test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph, compiled or given as { captures }', () => {
   const dir = fresh('class-edit');
   // inside the package (so 'kiln' resolves), in the ignored .probe/ folder
   const scratch = join(import.meta.dirname, '..', '.probe', `cache-class-${process.pid}`);
@@ -217,18 +217,25 @@ class Block extends kiln.nn.Module {
 kiln.manualSeed(5);
 const m = new Block();
 m.requiresGrad_(false);
-const y = kiln.noGrad(() => kiln.compile(m)(kiln.randn([4, 8])));
-process.stdout.write(JSON.stringify({ out: Array.from(y.dataSync()), stats: kiln.stats() }) + '\\n');
+const x = kiln.randn([4, 8]);
+const y = kiln.noGrad(() => kiln.compile(m)(x));
+const skips = kiln.stats().cache.traceSkips;
+// a function with the module as its captures: keyed by the module's classes too
+const z = kiln.noGrad(() => kiln.compile((x: kiln.Tensor) => m.call(x).mul(2), { captures: m })(x));
+process.stdout.write(JSON.stringify({ out: Array.from(y.dataSync()), outFn: Array.from(z.dataSync()), skips, fnSkips: kiln.stats().cache.traceSkips - skips }) + '\\n');
 `);
     const r = spawnSync(process.execPath, ['--import', 'tsx', path], { encoding: 'utf8', cwd: join(import.meta.dirname, '..'), env: { ...process.env, KILN_CACHE_DIR: dir } });
     assert.equal(r.status, 0, r.stderr);
-    return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { out: number[]; stats: kiln.CompilerStats };
+    return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { out: number[]; outFn: number[]; skips: number; fnSkips: number };
   };
   const relu = variant('relu');
-  assert.equal(variant('relu').stats.cache.traceSkips, 1, 'the same class warm-starts');
+  const again = variant('relu');
+  assert.deepEqual([again.skips, again.fnSkips], [1, 1], 'the same class warm-starts (module, and function with { captures: module })');
   const gelu = variant('gelu');
-  assert.equal(gelu.stats.cache.traceSkips, 0, 'the edited class traces');
+  assert.deepEqual([gelu.skips, gelu.fnSkips], [0, 0], 'the edited class traces');
   assert.notDeepEqual(gelu.out, relu.out);
+  assert.notDeepEqual(gelu.outFn, relu.outFn);
+  assert.deepEqual(again.outFn, relu.outFn);
 });
 
 test('KILN_CACHE=0 and { cache: false } switch the cache off', () => {

@@ -62,12 +62,35 @@ export interface CompileOptions {
   /** false: do not read or write the persistent compile cache (also KILN_CACHE=0; Node only) */
   cache?: boolean;
   /**
-   * Tensors the function reads, by stable name (e.g. model.stateDict()): lets a warm start in a
-   * later process bind them by name and skip tracing (compiled modules use their parameters and
-   * buffers). The key covers the function's source and these tensors' names, shapes and dtypes,
-   * not other JavaScript values it closes over.
+   * Tensors the function reads, by stable name: a module (its parameters and buffers by
+   * state-dict key; preferred) or a record such as model.stateDict(). kiln.compile places them
+   * where kernels read them, and a warm start in a later process binds them by name and skips
+   * tracing. The key covers the function's source, these tensors' names, shapes and dtypes, and,
+   * for a module, the source of every class in it (so edited model code traces again); with a
+   * record, code the function reaches through its closure is not covered (change `name` or clear
+   * the cache when it changes).
    */
-  captures?: Record<string, Tensor>;
+  captures?: Record<string, Tensor> | CapturedModule;
+  /** set by kiln.compile when `captures` is a module: its classes are part of warm-start keys */
+  capturedModule?: CapturedModule;
+}
+
+/** A module given as `captures` (kiln.nn.Module has all of these). */
+export interface CapturedModule {
+  namedParameters(): [string, Tensor][];
+  namedBuffers?(): [string, Tensor][];
+  namedModules?(): [string, object][];
+}
+
+function isCapturedModule(x: unknown): x is CapturedModule {
+  return typeof x === 'object' && x !== null && typeof (x as CapturedModule).namedParameters === 'function';
+}
+
+/** `captures` as named tensors; a module becomes its state by name and is kept for warm-start keys. */
+export function normalizeCaptures(opts: CompileOptions): CompileOptions & { captures?: Record<string, Tensor> } {
+  const c = opts.captures;
+  if (!isCapturedModule(c)) return opts as CompileOptions & { captures?: Record<string, Tensor> };
+  return { ...opts, captures: Object.fromEntries([...c.namedParameters(), ...(c.namedBuffers?.() ?? [])]), capturedModule: c };
 }
 
 let stance: Stance = 'default';
@@ -129,11 +152,15 @@ export class CompiledFunction {
   /** the graph the last call ran and the leaves whose .grad it set (warm-up reports its writes) */
   private lastRun: { graph: Graph; gradLeaves: readonly Tensor[] } | null = null;
 
+  /** the options, `captures` as named tensors (normalizeCaptures) */
+  readonly opts: CompileOptions & { captures?: Record<string, Tensor> };
+
   constructor(
     private readonly fn: (...args: unknown[]) => unknown,
-    readonly opts: CompileOptions,
+    options: CompileOptions,
     private readonly module?: ModuleLike,
   ) {
+    const opts = (this.opts = normalizeCaptures(options));
     this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
     this.argNames = paramNames(module ? module.forward : fn);
     // the kernel backend loads now (libraries, worker threads), not inside the first call

@@ -2,7 +2,7 @@
 
 import { ArgumentError } from '../core/errors.js';
 import { runtime } from '../ops/dispatch.js';
-import { CompiledFunction, resetCompiled, setStance, getStance, type CompileOptions } from './compile.js';
+import { CompiledFunction, normalizeCaptures, resetCompiled, setStance, getStance, type CompileOptions } from './compile.js';
 import { resetStats } from './stats.js';
 import { Tracer } from './tracer.js';
 import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
@@ -48,7 +48,8 @@ function isModuleLike(x: unknown): x is ModuleLike {
 /** Compiles a function or an nn.Module (which keeps sharing its parameters). */
 export function compile<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions): Compiled<F>;
 export function compile<M extends ModuleLike>(module: M, opts?: CompileOptions): CompiledModule<M>;
-export function compile(target: unknown, opts: CompileOptions = {}): unknown {
+export function compile(target: unknown, options: CompileOptions = {}): unknown {
+  const opts = normalizeCaptures(options);
   if (isModuleLike(target)) {
     const m = target;
     const cf = new CompiledFunction((...a: unknown[]) => m.forward(...a), opts, m as never);

@@ -33,7 +33,7 @@ interface ModuleLike {
 /** What the compiler driver lends the cache for one compiled function. */
 export interface WarmContext {
   readonly name: string;
-  readonly opts: { backend?: string; mode?: string; fuse?: boolean; fullgraph?: boolean; cache?: boolean; captures?: Record<string, Tensor> };
+  readonly opts: { backend?: string; mode?: string; fuse?: boolean; fullgraph?: boolean; cache?: boolean; captures?: Record<string, Tensor>; capturedModule?: { namedModules?(): [string, object][] } };
   readonly argNames: readonly string[];
   readonly fn: (...args: unknown[]) => unknown;
   readonly module?: ModuleLike;
@@ -85,9 +85,10 @@ function moduleConfig(m: object): string {
  * other method it calls (an edited helper method must not replay a stale graph), plus an own
  * `forward` assigned to the instance.
  */
-function classSources(m: ModuleLike): string {
+function classSources(m: object): string {
   const out: string[] = [];
-  if (Object.prototype.hasOwnProperty.call(m, 'forward')) out.push(Function.prototype.toString.call(m.forward));
+  const own = (m as { forward?: unknown }).forward;
+  if (Object.prototype.hasOwnProperty.call(m, 'forward') && typeof own === 'function') out.push(Function.prototype.toString.call(own));
   for (let p = Object.getPrototypeOf(m); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
     out.push(Function.prototype.toString.call(p.constructor));
   }
@@ -101,7 +102,12 @@ function warmKey(store: CacheStore, ctx: WarmContext, args: readonly unknown[], 
   if (m) {
     const mods: [string, ModuleLike][] = m.namedModules ? m.namedModules() : [['', m]];
     for (const [path, sub] of mods) parts.push(`module ${path} ${sub.constructor.name} ${sub.training} ${moduleConfig(sub)}\n${classSources(sub)}`);
-  } else parts.push(Function.prototype.toString.call(ctx.fn));
+  } else {
+    parts.push(Function.prototype.toString.call(ctx.fn));
+    // captures given as a module: its code is keyed like a compiled module's
+    const cm = ctx.opts.capturedModule;
+    if (cm) for (const [path, sub] of cm.namedModules ? cm.namedModules() : [['', cm] as [string, object]]) parts.push(`captured module ${path} ${sub.constructor.name} ${moduleConfig(sub)}\n${classSources(sub)}`);
+  }
   for (const [name, t] of [...caps].sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (t.isDisposed) return null;
     parts.push(`capture ${name} ${tensorDesc(t)}`);
