@@ -247,21 +247,14 @@ export class ThreadPool {
 }
 
 /**
- * The process's Node options for kernel workers, less module loaders and preloads (`--import
- * tsx`, `--require`, `--loader`): the workers run self-contained CommonJS source, and a loader
- * made each one boot ~10 ms slower while competing with the first call for the cores.
+ * Node options for kernel workers: none. Their source is self-contained CommonJS, and the
+ * parent's options change how it runs or slow it down: given explicitly, `-e <script>` and
+ * `--input-type=module` made an eval'd worker an ES module (no `require`), and a loader such as
+ * `--import tsx` cost each worker ~10 ms of boot while the first call ran. (Left unset, Node
+ * would hand workers the parent's options, loaders included.)
  */
 export function workerExecArgv(): string[] {
-  const proc = (globalThis as { process?: { execArgv?: string[] } }).process;
-  const out: string[] = [];
-  const args = proc?.execArgv ?? [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const m = /^--(import|require|loader|experimental-loader)(=.*)?$/.exec(a) ?? (a === '-r' ? [a, 'require', undefined] : null);
-    if (!m) out.push(a);
-    else if (m[2] === undefined) i++; // the value is the next argument
-  }
-  return out;
+  return [];
 }
 
 let pool: ThreadPool | null | undefined;
