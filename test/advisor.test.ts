@@ -121,6 +121,8 @@ test('advise --example mlp writes a JSON report that validates against the schem
   assert.equal(cacheItem.status, rep.cacheConfig.disabled || !rep.cacheConfig.writable ? 'fail' : 'pass', cacheItem.detail);
   assert.match(cacheItem.detail, new RegExp(rep.cacheConfig.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
   assert.match(rep.checklist.find((c) => c.id === 'warm-up')!.detail, /compiled\.warmup\(/);
+  // a training step's warm-up is a real step: the advice says how to have it restore the weights
+  if (rep.workload.kind === 'training') assert.match(rep.checklist.find((c) => c.id === 'warm-up')!.detail, /captures: model/);
   assert.match(out.join('\n'), /restart \(js\): first .* cold cache, .* warm cache \(\d+ hits/);
   assert.equal(rep.dynamicShapes, null, 'one declared shape: no policy comparison');
   assert.deepEqual(rep.notMeasured.map((x) => x.id), ['dynamic-shape-policies']);

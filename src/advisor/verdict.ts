@@ -240,6 +240,11 @@ export const VERDICTS: readonly Verdict[] = [
   'keep eager for now',
 ];
 
+/** A training step's warm-up runs a real step: it restores only the state kiln knows. */
+function warmupStateHint(i: Pick<VerdictInput, 'kind'>): string {
+  return i.kind === 'training' ? ' (a training step: compile it with `{ captures: model }` so warm-up restores the weights and grads; optimizer state reached only through the closure is reported, not restored)' : '';
+}
+
 export interface VerdictInput {
   kind: 'training' | 'inference';
   eagerMedianMs: number;
@@ -496,7 +501,7 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit
       reasons: [
         ...common,
         ...cacheLines,
-        `the first call takes ${ms(i.firstCallExtraMs)} longer than eager: run a warm-up call at process start, before serving traffic (\`await compiled.warmup([[...exampleArgs]])\`)`,
+        `the first call takes ${ms(i.firstCallExtraMs)} longer than eager: run a warm-up call at process start, before serving traffic (\`await compiled.warmup([[...exampleArgs]])\`)${warmupStateHint(i)}`,
         ...(!cacheNeeded && restart ? [restart] : []),
       ],
     };
@@ -581,7 +586,7 @@ export function checklist(i: VerdictInput): CheckItem[] {
       id: 'warm-up',
       item: 'warm-up call at process start configured',
       status: 'unknown',
-      detail: 'the advisor cannot see your deployment: call `await compiled.warmup([[...exampleArgs]])` at process start' +
+      detail: 'the advisor cannot see your deployment: call `await compiled.warmup([[...exampleArgs]])` at process start' + warmupStateHint(i) +
         (i.productionShapes && new Set(i.productionShapes).size > 1 ? ` (or { shapes: [...] } with each of the ${new Set(i.productionShapes).size} production shapes)` : '') +
         ` before serving; measured first call: ${ms(i.firstCallExtraMs)} more than eager` +
         (i.cache?.status === 'ok' && i.cache.warmMs !== null && i.cache.coldMs !== null ? `; in a restarted process ${ms(i.cache.warmMs)} warm cache vs ${ms(i.cache.coldMs)} cold (first ${i.cache.calls} call(s))` : ''),
