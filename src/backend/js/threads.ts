@@ -63,7 +63,12 @@ parentPort.on('message', (m) => {
 // booted: from now on launches post to this worker (see ThreadPool.run)
 Atomics.store(ctl, ${BOOTED} + workerData.index, 1);
 // the matmul engine's micro-kernels are compiled while this worker waits for its first launch
-matmul2d.prepare();`;
+matmul2d.prepare();
+{
+  // tier the micro-kernels up before real work arrives (this worker is idle until then)
+  const m = 32, n = 64, k = 256, a = new Float32Array(m * k).fill(0.5), b = new Float32Array(k * n).fill(0.25), c = new Float32Array(m * n);
+  for (let r = 0; r < 12; r++) matmul2d({ a, aOff: 0, sam: k, sak: 1, b, bOff: 0, sbk: 1, sbn: k, c, cOff: 0, scm: n, scn: 1, m, n, k });
+}`;
 }
 
 /** Chunks each thread gets on average: enough that the running threads absorb a stalled one's share. */
