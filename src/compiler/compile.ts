@@ -5,7 +5,6 @@ import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, tensorHooks } from '../tensor/tensor.js';
-import { keep } from '../tensor/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
 import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
@@ -26,6 +25,8 @@ import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js'
 import { DynamicProgram } from './dynamic-program.js';
 import { bucketCall, type BucketSpec } from './bucket.js';
 import type { WarmupState } from './cache/warmup.js';
+import { applyGradEffects, gradStateGuards, releaseReplacedGrads } from './grad-effects.js';
+import { fillTemplate, templateOf } from './result-template.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
@@ -585,20 +586,6 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
   return p;
 }
 
-/**
- * A backward that accumulated into a leaf whose .grad was null (not cleared first) assumed
- * it was null: if a later call finds a grad there, replay would overwrite instead of add.
- */
-function gradStateGuards(tracer: Tracer): Guard[] {
-  const out: Guard[] = [];
-  for (const [leaf, w] of tracer.gradWrites) {
-    if (w.initial !== null || w.first === null) continue;
-    const label = leaf.name ?? `tensor#${leaf.id}`;
-    out.push({ text: `${label}.grad is null`, check: () => (leaf.grad === null ? null : `${label}.grad is no longer null (backward would accumulate into it)`) });
-  }
-  return out;
-}
-
 function dedupe(ids: number[]): number[] {
   return [...new Set(ids)];
 }
@@ -620,60 +607,6 @@ function collectProxies(v: unknown, tracer: Tracer, into: number[] = [], depth =
   } else if (depth < 6 && Array.isArray(v)) v.forEach((x) => collectProxies(x, tracer, into, depth + 1));
   else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => collectProxies(x, tracer, into, depth + 1));
   return into;
-}
-
-type Template = { t: number } | { a: Template[] } | { o: [string, Template][] } | { v: unknown };
-
-/** The result's shape with tensors replaced by output indices. */
-function templateOf(v: unknown): Template {
-  let k = 0;
-  const walk = (x: unknown, depth: number): Template => {
-    if (x instanceof Tensor) return { t: k++ };
-    if (depth < 6 && Array.isArray(x)) return { a: x.map((y) => walk(y, depth + 1)) };
-    if (depth < 6 && x !== null && typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype) return { o: Object.entries(x).map(([key, y]) => [key, walk(y, depth + 1)]) };
-    return { v: x };
-  };
-  return walk(v, 0);
-}
-
-function fillTemplate(t: unknown, outs: Tensor[]): unknown {
-  const tp = t as Template;
-  if ('t' in tp) return outs[tp.t];
-  if ('a' in tp) return tp.a.map((x) => fillTemplate(x, outs));
-  if ('o' in tp) return Object.fromEntries(tp.o.map(([k, x]) => [k, fillTemplate(x, outs)]));
-  return tp.v;
-}
-
-/**
- * The grads a step replaces (its zeroGrad, in eager order) are disposed before the program runs,
- * not after: their memory (wasm heap regions, recycled outputs) then holds the new grads, so a
- * training step does not hold two sets of grads at its peak, and its second call does not touch
- * fresh memory for them (W6: 18 MB). A grad the program reads stays until afterwards.
- */
-function releaseReplacedGrads(effects: readonly { leaf: Tensor; outputIndex: number | null }[], inputs: readonly Tensor[]): void {
-  let read: Set<unknown> | null = null;
-  for (const e of effects) {
-    const old = e.leaf.grad;
-    if (!old || old.isDisposed) continue;
-    read ??= new Set(inputs.map((t) => t.storage));
-    if (read.has(old.storage)) continue;
-    e.leaf.grad = null;
-    old.dispose();
-  }
-}
-
-function applyGradEffects(effects: readonly { leaf: Tensor; outputIndex: number | null }[], outs: Tensor[]): void {
-  const given = new Set<Tensor>();
-  for (const e of effects) {
-    const old = e.leaf.grad;
-    let next = e.outputIndex === null ? null : outs[e.outputIndex]!;
-    // two leaves whose gradients CSE merged still get private grads (as eager gives them)
-    if (next && given.has(next)) next = copy(next);
-    if (next) given.add(keep(next));
-    if (old === next) continue;
-    e.leaf.grad = next;
-    old?.dispose();
-  }
 }
 
 /** The real tensors bound to a graph's input nodes (while tracing: the grads seen then). */
