@@ -536,6 +536,7 @@ test('webgpu: reduce-overhead says what runs prerecorded and why not: random dra
     const program = r.graphs[0]!.program!;
     // the report reads the program's summary after explain's call: pad and cumsum were captured then
     assert.match(program, /reduce-overhead: prerecorded 4 of 6 steps/);
+    assert.match(r.text, /\n {4}reduce-overhead: prerecorded 4 of 6 steps/, 'explain prints how the program runs');
     assert.match(program, /random \(%\d+\): runs its eager kernels each call: fresh random numbers each call: one Philox dispatch on the GPU/);
     assert.match(program, /pad \(%\d+\): replayed as captured on the first call/);
     assert.match(program, /indexSelect \(%\d+\): runs its eager kernels each call: they allocate a temporary buffer/);
