@@ -11,23 +11,13 @@ import {
   type OpCase, type Tensor,
 } from './op-table.js';
 import * as R from './helpers/reference.js';
+import { prng } from './helpers/prng.js';
 
 const BASE = baseSeed();
 const EPS = 1e-6;
 /** finite differences are taken at most at this many elements per input (chosen at random) */
 const MAX_POINTS = 48;
 
-/** mulberry32: a small deterministic PRNG for choosing which elements to perturb. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function pickPoints(n: number, rand: () => number): number[] {
   const all = Array.from({ length: n }, (_, i) => i);

@@ -8,20 +8,10 @@ import fc from 'fast-check';
 import * as kiln from 'kiln';
 import * as R from './helpers/reference.js';
 import { mismatch, toND, type Tensor } from './op-table.js';
+import { prng } from './helpers/prng.js';
 
 const fmt = (s: readonly number[]) => `[${s.join(', ')}]`;
 
-/** mulberry32, for deriving op parameters from one fast-check integer */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const pick = (rand: () => number, lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1)); // inclusive
 
 function shuffle<T>(xs: T[], rand: () => number): T[] {
