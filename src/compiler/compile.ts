@@ -151,7 +151,7 @@ export class CompiledFunction {
   /** filled while tracing; explain() reads it */
   report: CompileReport | null = null;
   /** the graph the last call ran and the leaves whose .grad it set (warm-up reports its writes) */
-  private lastRun: { graph: Graph; gradLeaves: readonly Tensor[] } | null = null;
+  private lastRun: Pick<Entry, 'graph' | 'gradLeaves'> | null = null;
 
   /** the options, `captures` as named tensors (normalizeCaptures) */
   readonly opts: CompileOptions & { captures?: Record<string, Tensor> };
@@ -218,7 +218,7 @@ export class CompiledFunction {
           const src = run.graph.nodes[m.target]?.source;
           if (src?.kind === 'ref') tensors.push({ tensor: src.tensor, label: src.label });
         }
-        return { tensors, gradLeaves: run.gradLeaves };
+        return { tensors, gradLeaves: run.gradLeaves.map((g) => g.leaf) };
       },
     };
   }
@@ -326,7 +326,7 @@ export class CompiledFunction {
 
   private replay(e: Entry, args: unknown[]): unknown {
     const inputs = resolveInputs(e.graph, args, this.argNames);
-    this.lastRun = { graph: e.graph, gradLeaves: e.gradLeaves.map((g) => g.leaf) };
+    this.lastRun = e; // a reference: replay allocates nothing for warm-up's bookkeeping
     releaseReplacedGrads(e.gradLeaves, inputs);
     const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
     applyGradEffects(e.gradLeaves, outs);
@@ -371,7 +371,7 @@ export class CompiledFunction {
       graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
       const replayable = tracer.segment === 0 && extra.length === 0;
       const compiled = this.finishSegment(tracer, graph, report, (ms) => (codegen += ms), args);
-      this.lastRun = { graph: compiled.graph, gradLeaves };
+      this.lastRun = { graph: compiled.graph, gradLeaves: gradLeaves.map((leaf) => ({ leaf, outputIndex: null })) };
       finished = true;
       report.timings.total = performance.now() - t0;
       report.timings.codegen = codegen;
