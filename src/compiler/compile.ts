@@ -24,7 +24,7 @@ import { allSizeChanges, type SizeChange } from './guards.js';
 import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js';
 import { DynamicProgram } from './dynamic-program.js';
 import { bucketCall, type BucketSpec } from './bucket.js';
-import type { WarmupState } from './cache/warmup.js';
+import { announceStateWrites } from './state-writes.js';
 import { applyGradEffects, gradStateGuards, releaseReplacedGrads } from './grad-effects.js';
 import { fillTemplate, templateOf } from './result-template.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
@@ -150,8 +150,6 @@ export class CompiledFunction {
   private tracingArgs: unknown[] = [];
   /** filled while tracing; explain() reads it */
   report: CompileReport | null = null;
-  /** the graph the last call ran and the leaves whose .grad it set (warm-up reports its writes) */
-  private lastRun: Pick<Entry, 'graph' | 'gradLeaves'> | null = null;
 
   /** the options, `captures` as named tensors (normalizeCaptures) */
   readonly opts: CompileOptions & { captures?: Record<string, Tensor> };
@@ -198,29 +196,12 @@ export class CompiledFunction {
     return this.entries.length;
   }
 
-  /**
-   * What warm-up saves and restores (src/compiler/cache/warmup.ts): the state kiln knows (a
-   * module's parameters and buffers, the { captures }) and what the last call wrote.
-   */
-  warmupState(): WarmupState {
-    return {
-      known: () => {
-        const m = this.module as (ModuleLike & { parameters?(): Tensor[]; buffers?(): Tensor[] }) | undefined;
-        const out = [...(m?.parameters?.() ?? []), ...(m?.buffers?.() ?? [])];
-        for (const t of Object.values(this.opts.captures ?? {})) if (t instanceof Tensor) out.push(t);
-        return [...new Set(out)];
-      },
-      writes: () => {
-        const run = this.lastRun;
-        if (!run) return null;
-        const tensors: { tensor: Tensor; label: string }[] = [];
-        for (const m of run.graph.mutations) {
-          const src = run.graph.nodes[m.target]?.source;
-          if (src?.kind === 'ref') tensors.push({ tensor: src.tensor, label: src.label });
-        }
-        return { tensors, gradLeaves: run.gradLeaves.map((g) => g.leaf) };
-      },
-    };
+  /** The state kiln knows for this function (a module's parameters and buffers, the { captures }): warm-up restores it. */
+  knownState(): Tensor[] {
+    const m = this.module as (ModuleLike & { parameters?(): Tensor[]; buffers?(): Tensor[] }) | undefined;
+    const out = [...(m?.parameters?.() ?? []), ...(m?.buffers?.() ?? [])];
+    for (const t of Object.values(this.opts.captures ?? {})) if (t instanceof Tensor) out.push(t);
+    return [...new Set(out)];
   }
 
   /** The compiled entries, newest last (artifacts export them: src/compiler/cache/artifact.ts). */
@@ -326,7 +307,7 @@ export class CompiledFunction {
 
   private replay(e: Entry, args: unknown[]): unknown {
     const inputs = resolveInputs(e.graph, args, this.argNames);
-    this.lastRun = e; // a reference: replay allocates nothing for warm-up's bookkeeping
+    announceStateWrites(e.graph, inputs, e.gradLeaves);
     releaseReplacedGrads(e.gradLeaves, inputs);
     const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
     applyGradEffects(e.gradLeaves, outs);
@@ -371,7 +352,6 @@ export class CompiledFunction {
       graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
       const replayable = tracer.segment === 0 && extra.length === 0;
       const compiled = this.finishSegment(tracer, graph, report, (ms) => (codegen += ms), args);
-      this.lastRun = { graph: compiled.graph, gradLeaves: gradLeaves.map((leaf) => ({ leaf, outputIndex: null })) };
       finished = true;
       report.timings.total = performance.now() - t0;
       report.timings.codegen = codegen;
@@ -505,6 +485,7 @@ export class CompiledFunction {
     // run it now on the real tensors
     runtime.tracer = null;
     const inputs = resolveInputs(optimized, args ?? [], this.argNames, tracer);
+    announceStateWrites(optimized, inputs, [...tracer.gradWrites.keys()].map((leaf) => ({ leaf })));
     const r0 = performance.now();
     const outs = program ? program.run(inputs) : interpret(optimized, inputs);
     report.timings.firstRun += performance.now() - r0;

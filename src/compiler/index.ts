@@ -54,13 +54,13 @@ export function compile(target: unknown, options: CompileOptions = {}): unknown 
     const m = target;
     const cf = new CompiledFunction((...a: unknown[]) => m.forward(...a), opts, m as never);
     const call = (...args: unknown[]) => cf.call(args);
-    return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => warmup(cf.name, call, s, cf.warmupState()) });
+    return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => warmup(cf.name, call, s, () => cf.knownState()) });
   }
   if (typeof target !== 'function') throw new ArgumentError(`compile expects a function or a module, got ${typeof target}`, 'compile');
   const cf = new CompiledFunction(target as (...a: unknown[]) => unknown, opts);
   const call = (...args: unknown[]) => cf.call(args);
   Object.defineProperty(call, 'name', { value: `compiled ${cf.name}` });
-  return Object.assign(call, { compiled: cf, warmup: (s: WarmupSpec) => warmup(cf.name, call, s, cf.warmupState()) });
+  return Object.assign(call, { compiled: cf, warmup: (s: WarmupSpec) => warmup(cf.name, call, s, () => cf.knownState()) });
 }
 
 const DISABLED = Symbol('kiln.disabled');

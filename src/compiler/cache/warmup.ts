@@ -21,6 +21,7 @@ import { copy } from '../../ops/pointwise.js';
 import { isTensor, Tensor } from '../../tensor/tensor.js';
 import { keep, scope } from '../../tensor/scope.js';
 import { log, warnOnce } from '../logs.js';
+import { observeStateWrites, type StateWrite } from '../state-writes.js';
 import { counters } from '../stats.js';
 
 export interface WarmupSpec {
@@ -46,50 +47,52 @@ export interface WarmupEntryReport {
   readonly unrestored: readonly string[];
 }
 
-/** What warm-up needs from the compiled function to keep its state unchanged. */
-export interface WarmupState {
-  /** the tensors it knows as the function's state (module parameters and buffers, captures) */
-  known(): readonly Tensor[];
-  /** what the newest compiled entry writes: tensors updated in place, leaves whose .grad it sets */
-  writes(): { tensors: readonly { tensor: Tensor; label: string }[]; gradLeaves: readonly Tensor[] } | null;
-}
+/**
+ * One example's state bookkeeping: grads of the known tensors are saved up front (usually none
+ * exist), values only when a program announces it is about to write them (state-writes.ts), so
+ * warming up an inference model copies no weights.
+ */
+class StateGuard {
+  private readonly known: Set<Tensor>;
+  private readonly grads: { t: Tensor; grad: Tensor | null; value: Tensor | null }[];
+  private readonly values = new Map<Tensor, Tensor>();
+  readonly unrestored = new Set<string>();
 
-interface Saved {
-  readonly t: Tensor;
-  /** the storage's write counter (programs and in-place ops bump it): changed means written */
-  readonly version: number;
-  readonly value: Tensor;
-  readonly grad: Tensor | null;
-  readonly gradValue: Tensor | null;
-}
+  constructor(known: readonly Tensor[]) {
+    this.known = new Set(known.filter((t) => !t.isDisposed));
+    this.grads = noGrad(() => [...this.known].map((t) => {
+      const grad = t.grad && !t.grad.isDisposed ? t.grad : null;
+      return { t, grad, value: grad ? keep(copy(grad)) : null };
+    }));
+  }
 
-function save(state: readonly Tensor[]): Saved[] {
-  return noGrad(() => state.filter((t) => !t.isDisposed).map((t) => {
-    const grad = t.grad && !t.grad.isDisposed ? t.grad : null;
-    return { t, version: t.storage.version, value: keep(copy(t)), grad, gradValue: grad ? keep(copy(grad)) : null };
-  }));
-}
+  /** a program is about to write `w` */
+  onWrite(w: StateWrite): void {
+    if (!this.known.has(w.tensor)) this.unrestored.add(w.label);
+    else if (!w.grad && !this.values.has(w.tensor)) this.values.set(w.tensor, noGrad(() => keep(copy(w.tensor))));
+  }
 
-/** Writes the saved values back where they changed; returns how many tensors had (values or grads). */
-function restore(saved: readonly Saved[]): number {
-  let n = 0;
-  noGrad(() => {
-    for (const s of saved) {
-      if (!s.t.isDisposed && s.t.storage.version !== s.version) {
-        assign(s.t, s.value);
+  /** Writes the saved values and grads back; returns how many tensors changed. */
+  restore(): number {
+    let n = 0;
+    noGrad(() => {
+      for (const [t, value] of this.values) {
+        if (!t.isDisposed) assign(t, value);
+        value.dispose();
         n++;
       }
-      if (s.t.grad !== s.grad || (s.grad && s.grad.isDisposed)) {
-        const now = s.t.grad;
-        s.t.grad = s.gradValue ? keep(copy(s.gradValue)) : null;
-        if (now && now !== s.t.grad) now.dispose();
-        n++;
+      for (const s of this.grads) {
+        if (s.t.grad !== s.grad || (s.grad && s.grad.isDisposed)) {
+          const now = s.t.grad;
+          s.t.grad = s.value ? keep(copy(s.value)) : null;
+          if (now && now !== s.t.grad) now.dispose();
+          n++;
+        }
+        s.value?.dispose();
       }
-      s.value.dispose();
-      s.gradValue?.dispose();
-    }
-  });
-  return n;
+    });
+    return n;
+  }
 }
 
 export interface WarmupReport {
@@ -116,33 +119,28 @@ function examples(spec: WarmupSpec | readonly (readonly unknown[])[]): { make: (
 }
 
 /** Warms a compiled callable up (see the file comment). */
-export async function warmup(name: string, call: (...args: unknown[]) => unknown, spec: WarmupSpec | readonly (readonly unknown[])[], state?: WarmupState): Promise<WarmupReport> {
+export async function warmup(name: string, call: (...args: unknown[]) => unknown, spec: WarmupSpec | readonly (readonly unknown[])[], knownState?: () => readonly Tensor[]): Promise<WarmupReport> {
   const entries: WarmupEntryReport[] = [];
   const t0 = performance.now();
   for (const ex of examples(spec)) {
     const before = { mem: counters.cacheHits, skips: counters.cache.traceSkips, hits: counters.cache.hits };
-    const saved = save(state?.known() ?? []);
+    const state = new StateGuard(knownState?.() ?? []);
     const t1 = performance.now();
     let args: unknown[] = [];
     let restored = 0;
     try {
-      scope(() => {
+      observeStateWrites((w) => state.onWrite(w), () => scope(() => {
         args = ex.make();
         call(...args);
         return undefined;
-      }, isTensor);
+      }, isTensor));
     } finally {
-      restored = restore(saved);
+      restored = state.restore();
     }
-    const writes = state?.writes() ?? null;
     const ms = performance.now() - t1;
-    const knownSet = new Set(saved.map((s) => s.t));
-    const unrestored = [
-      ...(writes?.tensors.filter((w) => !knownSet.has(w.tensor)).map((w) => w.label) ?? []),
-      ...(writes?.gradLeaves.filter((l) => !knownSet.has(l)).map(() => 'a .grad') ?? []),
-    ];
+    const unrestored = [...state.unrestored];
     if (unrestored.length) {
-      warnOnce(`warmup-state ${name}`, `${name}: warm-up ran the function for real and changed ${unrestored.length} tensor(s) it cannot restore (${[...new Set(unrestored)].slice(0, 4).join(', ')}${unrestored.length > 4 ? ', ...' : ''}): pass them to kiln.compile as { captures } (e.g. { ...model.stateDict(), ...optimizerState }) so warm-up saves and restores them, or warm up before loading the real weights`);
+      warnOnce(`warmup-state ${name}`, `${name}: warm-up ran the function for real and changed ${unrestored.length} tensor(s) it cannot restore (${unrestored.slice(0, 4).join(', ')}${unrestored.length > 4 ? ', ...' : ''}): pass them to kiln.compile as { captures } (e.g. { captures: model } or { ...model.stateDict(), ...optimizerState }) so warm-up saves and restores them, or warm up before loading the real weights`);
     }
     const source = counters.cacheHits > before.mem ? 'memory' : counters.cache.traceSkips > before.skips ? 'cache (trace skipped)' : counters.cache.hits > before.hits ? 'cache (program)' : 'compiled';
     entries.push({ args: describeArgs(args), source, ms, restored, unrestored });
