@@ -58,6 +58,10 @@ export class DynamicProgram {
   private readonly states = new Map<string, SizeState>();
   private readonly specialized = new Map<string, FusedProgram>();
   private readonly writtenInputs: number[];
+  /** scratch buffers held in a slot: the slot's size at a call is the largest of theirs */
+  private readonly slotted: { readonly id: number; readonly slot: number }[];
+  /** scratch buffers a call gives memory (used by a step, or an output), in buffer order */
+  private readonly scratch: { readonly id: number; readonly slot: number; readonly output: boolean; readonly dtype: DType }[];
   /** a kernel backend with symbolic kernels: each step's prepared kernel (null: opaque) */
   private readonly prepared: (PreparedKernel | null)[] | null = null;
   /** where scratch, constants, outputs and the sizes live (the kernel backend's heap for wasm) */
@@ -82,6 +86,16 @@ export class DynamicProgram {
     this.slotBufs = this.plan.slots.map(() => null);
     const written = new Set(lowered.steps.flatMap((s) => (s.kind === 'kernel' ? kernelStores(s.kernel).map((x) => x.buf) : [s.out.buf])));
     this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
+    const outputBufs = new Set(lowered.outputs.map((o) => o.buf));
+    this.slotted = [];
+    this.scratch = [];
+    lowered.buffers.forEach((b, id) => {
+      if (b.kind !== 'scratch') return;
+      const slot = this.plan.slotOf[id]!;
+      if (slot >= 0) this.slotted.push({ id, slot });
+      const output = outputBufs.has(id);
+      if (this.used.has(id) || output) this.scratch.push({ id, slot, output, dtype: b.dtype });
+    });
     if (!symbolic) return; // specialized per size on first use
     for (const b of lowered.buffers) {
       if (b.kind !== 'constant') continue;
@@ -143,10 +157,7 @@ export class DynamicProgram {
     for (const [id, c] of this.iotas) bufs[id] = this.iotaBuffer(id, c, st.bufSizes[id]!);
     // scratch slots grow to the largest size they hold at these sizes
     const need = this.plan.slots.map(() => 0);
-    l.buffers.forEach((b, id) => {
-      const slot = this.plan.slotOf[id]!;
-      if (b.kind === 'scratch' && slot >= 0) need[slot] = Math.max(need[slot]!, st.bufSizes[id]!);
-    });
+    for (const { id, slot } of this.slotted) need[slot] = Math.max(need[slot]!, st.bufSizes[id]!);
     need.forEach((n, k) => {
       const cur = this.slotBufs[k];
       if (!cur || cur.size < n) {
@@ -154,17 +165,14 @@ export class DynamicProgram {
         this.slotBufs[k] = this.mem.alloc(this.plan.slots[k]!.dtype, Math.max(n, 1), 'shared');
       }
     });
-    const outputBufs = new Set(l.outputs.map((o) => o.buf));
-    l.buffers.forEach((b, id) => {
-      if (b.kind !== 'scratch' || !(this.used.has(id) || outputBufs.has(id))) return;
-      const slot = this.plan.slotOf[id]!;
-      if (slot >= 0 && !outputBufs.has(id)) bufs[id] = this.slotBufs[slot]!;
+    for (const { id, slot, output, dtype } of this.scratch) {
+      if (slot >= 0 && !output) bufs[id] = this.slotBufs[slot]!;
       else {
-        const buf = this.mem.alloc(b.dtype, Math.max(1, st.bufSizes[id]!), 'shared');
+        const buf = this.mem.alloc(dtype, Math.max(1, st.bufSizes[id]!), 'shared');
         bufs[id] = buf;
-        if (outputBufs.has(id)) storages.set(id, new Storage(this.backend, buf));
+        if (output) storages.set(id, new Storage(this.backend, buf));
       }
-    });
+    }
     const sizesData = (this.sizesBuf as JsBuffer).data as Float64Array;
     values.forEach((v, i) => (sizesData[i] = v));
     bufs[l.buffers.length] = this.sizesBuf;

@@ -192,7 +192,7 @@ export class FusedProgram {
     for (const [id, slot] of this.slotted) bufs[id] = this.scratch[slot]!;
     for (const b of this.perCall) {
       const pool = b.pooled ? this.outputPool : null;
-      const buf = pool?.take(b.id, b.size) ?? this.kernelBackend.alloc(b.dtype, b.size, 'shared');
+      const buf = pool?.take(b.id) ?? this.kernelBackend.alloc(b.dtype, b.size, 'shared');
       bufs[b.id] = buf;
       if (b.output) {
         const st = new Storage(this.backend, buf);
@@ -328,14 +328,14 @@ export class OutputPool {
     return size * itemSize(dtype) >= 64 * 1024;
   }
 
-  /** A disposed output's buffer of this id and size, if one is spare. */
-  take(id: number, size: number): BackendBuffer | undefined {
-    const list = this.spare.get(id);
-    if (!list) return undefined;
-    const i = list.findIndex((b) => b.size === size);
-    if (i < 0) return undefined;
-    outputPoolStats.reuses++;
-    return list.splice(i, 1)[0];
+  /**
+   * A disposed output's buffer of this id, if one is spare. An id's size is fixed for the
+   * program, so every spare of the id fits.
+   */
+  take(id: number): BackendBuffer | undefined {
+    const buf = this.spare.get(id)?.pop();
+    if (buf) outputPoolStats.reuses++;
+    return buf;
   }
 
   give(id: number, buf: BackendBuffer): void {

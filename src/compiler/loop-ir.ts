@@ -7,7 +7,7 @@ import type { ReduceOp } from '../backend/kernel-spec.js';
 import type { ScalarOp } from '../backend/scalar-expr.js';
 import type { Sym } from './symbolic.js';
 import { specializeTree } from './dynamic-unify.js';
-import { symToString } from './symbolic.js';
+import { symAdd, symConst, symMul, symToString } from './symbolic.js';
 
 // Dynamic shapes (issue 7): a kernel of a dynamic program carries, next to any number that
 // depends on a size, an optional `<field>Sym` (a polynomial in the size symbols s0, s1, ...;
@@ -171,6 +171,32 @@ export function kernelWork(k: LoopKernel): number {
   return k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
 }
 
+const symOr = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
+
+/** Product of symbolic sizes (1 for none). */
+export const symProd = (xs: readonly Sym[]): Sym => xs.reduce((a, b) => symMul(a, b), symConst(1));
+
+/**
+ * kernelExtent / kernelWork as polynomials in the sizes (a dynamic kernel's launch evaluates
+ * them per size: wasm/dynamic.ts, native/sizes-c.ts).
+ */
+export function kernelExtentWorkSym(k: LoopKernel): [Sym, Sym] {
+  if (k.kind === 'group') return [symConst(1), k.parts.map((p) => kernelExtentWorkSym(p)[1]).reduce(symAdd, symConst(0))];
+  if (k.kind === 'pointwise') {
+    const sh = k.shape.map((x, i) => symOr(x, k.shapeSym?.[i]));
+    return [sh[0] ?? symConst(1), symProd(sh)];
+  }
+  if (k.kind === 'row') {
+    const o = k.outer.map((x, i) => symOr(x, k.outerSym?.[i]));
+    const inner = k.inner.map((x, i) => symOr(x, k.innerSym?.[i]));
+    return [o[0] ?? symConst(1), symMul(symProd([...o, ...inner]), symConst(Math.max(1, k.reductions.length)))];
+  }
+  const b = k.batch.map((x, i) => symOr(x, k.batchSym?.[i]));
+  const m = symOr(k.m, k.mSym);
+  // the renderer chose batch or rows at code generation (from the hint sizes): split the same
+  return [splitsBatch(k) ? b[0]! : m, symProd([...b, m, symOr(k.n, k.nSym), symOr(k.k, k.kSym)])];
+}
+
 // ---- printer ----
 
 function fmtAffine(a: Affine, names: readonly string[]): string {
@@ -181,7 +207,7 @@ function fmtAffine(a: Affine, names: readonly string[]): string {
 }
 
 /** Sizes as text, symbolic where a dynamic kernel has symbols. */
-const dims = (xs: readonly number[], sym?: readonly (Sym | null)[]): string => xs.map((x, i) => (sym?.[i] ? symToString(sym[i]!) : String(x))).join(', ');
+export const dims = (xs: readonly number[], sym?: readonly (Sym | null)[]): string => xs.map((x, i) => (sym?.[i] ? symToString(sym[i]!) : String(x))).join(', ');
 const one = (x: number, sym?: Sym): string => (sym ? symToString(sym) : String(x));
 
 export function fmtExpr(e: LExpr, names: readonly string[]): string {

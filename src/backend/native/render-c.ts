@@ -28,10 +28,10 @@
 import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { bufferDTypes, kernelExtent, kernelWork, sharedStmts, splitsBatch } from '../../compiler/loop-ir.js';
+import { bufferDTypes, kernelExtent, kernelExtentWorkSym, kernelWork, sharedStmts, splitsBatch, symProd } from '../../compiler/loop-ir.js';
 import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
-import { CSizes, extentWorkSym, symProd } from './sizes-c.js';
+import { CSizes } from './sizes-c.js';
 import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
@@ -347,7 +347,7 @@ class CEmitter extends Emitter {
   parallelIf(k: LoopKernel, threshold: number): boolean | string {
     const work = kernelWork(k);
     if (!this.sz) return work >= threshold;
-    const ws = extentWorkSym(k)[1];
+    const ws = kernelExtentWorkSym(k)[1];
     return symIsConst(ws) ? work >= threshold : `${this.num(work, ws)} >= ${threshold}`;
   }
   override emit(s: string): void {
@@ -683,7 +683,7 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   let parallel: boolean | string = total * perMatmul >= MATMUL_PARALLEL_WORK;
   // batch-parallel: many small matmuls; else parallel inside each matmul (rows blocks)
   let batchPar: boolean | string = parallel && nb > 0 && total >= 2 && perMatmul < (1 << 21);
-  if (em.sz && !symIsConst(extentWorkSym(k)[1])) {
+  if (em.sz && !symIsConst(kernelExtentWorkSym(k)[1])) {
     // a dynamic matmul decides at each call, from its sizes, as the static one does here
     const perS = symProd([mS, nS, kS]), totS = symProd(bS);
     parallel = `(${em.num(total * perMatmul, symMul(totS, perS))} >= ${MATMUL_PARALLEL_WORK})`;
@@ -820,7 +820,7 @@ export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   else renderMatmul(k, em, fname, helpers, pre);
   if (em.sz) {
     // launches pass hi < 0 for "the whole extent", which only the kernel knows at these sizes
-    const ext = k.kind === 'group' ? null : em.num(kernelExtent(k), extentWorkSym(k)[0]);
+    const ext = k.kind === 'group' ? null : em.num(kernelExtent(k), kernelExtentWorkSym(k)[0]);
     em.lines.unshift(...em.sz.prelude('  '), ...(ext ? [`  if (hi < 0) { lo = 0; hi = ${ext}; }`] : []));
   }
   const decl = (p: Param) => `${p.written ? '' : 'const '}${STORAGE[p.dtype]} *b${p.buf}`;

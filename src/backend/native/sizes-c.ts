@@ -5,8 +5,7 @@
 // against a local and running indices advance by a local, as static kernels do with literals.
 // Static kernels never create one of these (their C text, the disk cache's key, is unchanged).
 
-import type { KernelSizes, LoopKernel } from '../../compiler/loop-ir.js';
-import { splitsBatch } from '../../compiler/loop-ir.js';
+import type { KernelSizes } from '../../compiler/loop-ir.js';
 import { symAdd, symConst, symEval, symIsConst, symKey, symMul, symToCode, type Sym } from '../../compiler/symbolic.js';
 
 const symName = (i: number) => `s${i}`;
@@ -45,25 +44,4 @@ export class CSizes {
     const unused = Array.from({ length: this.sizes.count }, (_, i) => `(void)${symName(i)};`);
     return [...reads, ...unused, ...this.defs].map((l) => indent + l);
   }
-}
-
-const S = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
-export const symProd = (xs: readonly Sym[]): Sym => xs.reduce((a, b) => symMul(a, b), symConst(1));
-
-/** kernelExtent / kernelWork (loop-ir.ts) as polynomials in the sizes (see wasm/dynamic.ts). */
-export function extentWorkSym(k: LoopKernel): [Sym, Sym] {
-  if (k.kind === 'group') return [symConst(1), k.parts.map((p) => extentWorkSym(p)[1]).reduce(symAdd, symConst(0))];
-  if (k.kind === 'pointwise') {
-    const sh = k.shape.map((x, i) => S(x, k.shapeSym?.[i]));
-    return [sh[0] ?? symConst(1), symProd(sh)];
-  }
-  if (k.kind === 'row') {
-    const o = k.outer.map((x, i) => S(x, k.outerSym?.[i]));
-    const inner = k.inner.map((x, i) => S(x, k.innerSym?.[i]));
-    return [o[0] ?? symConst(1), symMul(symProd([...o, ...inner]), symConst(Math.max(1, k.reductions.length)))];
-  }
-  const b = k.batch.map((x, i) => S(x, k.batchSym?.[i]));
-  const m = S(k.m, k.mSym);
-  // the renderer chooses batch or rows from the hint sizes: the extent follows the same choice
-  return [splitsBatch(k) ? b[0]! : m, symProd([...b, m, S(k.n, k.nSym), S(k.k, k.kSym)])];
 }

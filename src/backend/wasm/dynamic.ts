@@ -5,36 +5,18 @@
 
 import type { BackendBuffer } from '../backend.js';
 import type { JsBuffer } from '../js/index.js';
-import { splitsBatch, type KernelSizes, type LoopKernel } from '../../compiler/loop-ir.js';
-import { symAdd, symConst, symEval, symMul, type Sym } from '../../compiler/symbolic.js';
+import { kernelExtentWorkSym, type KernelSizes, type LoopKernel } from '../../compiler/loop-ir.js';
+import { symConst, symEval, type Sym } from '../../compiler/symbolic.js';
 import type { Heap } from './heap.js';
 import { chunkGrain } from '../js/threads.js';
 
 const S = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
-const prod = (xs: readonly Sym[]): Sym => xs.reduce((a, b) => symMul(a, b), symConst(1));
-
-/** kernelExtent / kernelWork (loop-ir.ts) as polynomials in the sizes. */
-function extentWork(k: LoopKernel): [Sym, Sym] {
-  if (k.kind === 'group') return [symConst(1), k.parts.map((p) => extentWork(p)[1]).reduce(symAdd, symConst(0))];
-  if (k.kind === 'pointwise') {
-    const sh = k.shape.map((x, i) => S(x, k.shapeSym?.[i]));
-    return [sh[0] ?? symConst(1), prod(sh)];
-  }
-  if (k.kind === 'row') {
-    const o = k.outer.map((x, i) => S(x, k.outerSym?.[i]));
-    const inner = k.inner.map((x, i) => S(x, k.innerSym?.[i]));
-    return [o[0] ?? symConst(1), symMul(prod([...o, ...inner]), symConst(Math.max(1, k.reductions.length)))];
-  }
-  const b = k.batch.map((x, i) => S(x, k.batchSym?.[i]));
-  const m = S(k.m, k.mSym);
-  // the renderer chose batch or rows at code generation (from the hint sizes): split the same
-  return [splitsBatch(k) ? b[0]! : m, prod([...b, m, S(k.n, k.nSym), S(k.k, k.kSym)])];
-}
 
 export class DynamicLaunch {
   private readonly extent: Sym;
   private readonly work: Sym;
-  private key = '';
+  /** the sizes `last` was evaluated at (null: none yet) */
+  private lastValues: number[] | null = null;
   private last = { extent: 0, work: 0, grain: 1, values: [] as number[] };
   /** a matmul's m and n (the chunk grain follows the column split, decided in the kernel from them) */
   private readonly mn: [Sym, Sym] | null;
@@ -42,22 +24,23 @@ export class DynamicLaunch {
   private aux = { addr: 0, bytes: 0 };
 
   constructor(private readonly kernel: LoopKernel, readonly sizes: KernelSizes) {
-    [this.extent, this.work] = extentWork(kernel);
+    [this.extent, this.work] = kernelExtentWorkSym(kernel);
     this.mn = kernel.kind === 'matmul' ? [S(kernel.m, kernel.mSym), S(kernel.n, kernel.nSym)] : null;
   }
 
   /** Extent, work and chunk grain (chunkGrain, as the static launch) at the sizes in the launch's sizes buffer. */
   at(buffers: readonly BackendBuffer[]): { extent: number; work: number; grain: number; values: number[] } {
     const data = (buffers[this.sizes.buf] as JsBuffer).data;
-    let key = '';
-    for (let i = 0; i < this.sizes.count; i++) key += `${data[i]},`;
-    if (key !== this.key) {
+    const prev = this.lastValues;
+    let same = prev !== null;
+    for (let i = 0; same && i < this.sizes.count; i++) same = data[i] === prev![i];
+    if (!same) {
       const values = Array.from({ length: this.sizes.count }, (_, i) => data[i]!);
       const extent = symEval(this.extent, values), work = symEval(this.work, values);
       // chunkGrain reads a matmul's m and n: give it their values at these sizes
       const k = this.mn && this.kernel.kind === 'matmul' ? { ...this.kernel, m: symEval(this.mn[0], values), n: symEval(this.mn[1], values) } : this.kernel;
       this.last = { extent, work, grain: chunkGrain(k, extent, work, true), values };
-      this.key = key;
+      this.lastValues = values;
     }
     return this.last;
   }

@@ -3,15 +3,11 @@
 // outer loop), then the thread's scratch and the kernel's aux addresses.
 
 import type { PointwiseKernel, Reduction, RowKernel, Stmt } from '../../compiler/loop-ir.js';
-import { sharedStmts, splitInvariant } from '../../compiler/loop-ir.js';
+import { dims as dimsText, sharedStmts, splitInvariant } from '../../compiler/loop-ir.js';
 import { Gen, KIND, NotVectorizable, VT, type Kind } from './gen.js';
 import { accessesOf, constDim, loops, startPointers, vectorSafe, type Dim } from './loops.js';
 import { Op, Simd, T } from './opcodes.js';
 import { vconst } from './vmath.js';
-import { symToString, type Sym } from '../../compiler/symbolic.js';
-
-/** Sizes for notes: symbolic where a dynamic kernel has symbols. */
-export const dimsText = (xs: readonly number[], sym?: readonly (Sym | null)[]): string => xs.map((x, i) => (sym?.[i] ? symToString(sym[i]!) : String(x))).join(', ');
 import { VecGen } from './vector.js';
 
 export interface Params {
