@@ -17,8 +17,8 @@
 // memory the steady state reuses (weights moved to where kernels read them, grads, scratch,
 // outputs). Each child reports the resident memory its first call added and what first-touching
 // memory costs on this machine (a fresh 64 MB buffer, timed in the same process), and the table
-// shows that share of the first call: on this 2-vCPU VM a fresh page costs ~3.5 ms per MB,
-// about 20x a bare-metal Linux page fault (bench/results/coldstart.json has the figures).
+// shows that share of the first call (`touchMsPerMB` and `firstTouchMs` per row in
+// bench/results/coldstart.json; the median cost per MB is printed at the end).
 //
 // Run:  npx tsx bench/coldstart.ts [--only=W7] [--backends=js,native,wasm] [--iters=3] [--repeat=3] [--out=bench/results/coldstart.json]
 

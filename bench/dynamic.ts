@@ -20,6 +20,7 @@ import { finishMachineInfo, fmtMs, intArg, machineInfo, parseArgs, printTable, w
 import { MlpBlock, W3_DIM } from './workloads/w3.js';
 import { Decoder, W7_DIM } from './workloads/w7.js';
 import { DEFAULT_SEED, freeze } from './workloads/types.js';
+import { maxRelDiff } from './lib/compare.js';
 
 const args = parseArgs();
 const CALLS = intArg(args, 'calls', 200);
@@ -70,16 +71,6 @@ const CASES: Case[] = [
 type Variant = 'eager' | 'static' | 'auto' | 'bucketed';
 const VARIANTS = (args.get('variants') ?? 'eager,static,auto,bucketed').split(',').map((v) => v.trim()) as Variant[];
 
-function maxRel(a: kiln.Tensor, b: kiln.Tensor): number {
-  const x = a.dataSync(), y = b.dataSync();
-  let m = 0, s = 1e-12;
-  for (let i = 0; i < x.length; i++) {
-    m = Math.max(m, Math.abs(x[i]! - y[i]!));
-    s = Math.max(s, Math.abs(y[i]!));
-  }
-  return m / s;
-}
-
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
@@ -114,7 +105,7 @@ for (const c of CASES) {
         kiln.noGrad(() => kiln.scope(() => {
           const y = run(inputs.get(n)!) as kiln.Tensor;
           const r = ref.get(i);
-          if (r) worst = Math.max(worst, maxRel(y, r));
+          if (r) worst = Math.max(worst, maxRelDiff(y, r));
         }));
       });
     } catch (e) {

@@ -17,16 +17,14 @@ import * as kiln from 'kiln';
 import { requestWebGpuBackend } from 'kiln/node';
 import { MlpClassifier } from '../examples/mlp.js';
 import { buildMlp, MLP_BATCH, MLP_DIMS } from './workloads/w1.js';
+import { intArg, joinSpacedValues, parseArgs } from './lib/report.js';
 
-const argv = process.argv.slice(2);
-const CALLS = Number(argv[argv.indexOf('--calls') + 1] ?? 0) || 40;
+const args = parseArgs(joinSpacedValues(process.argv.slice(2)));
+const CALLS = intArg(args, 'calls', 40);
 
 const cpu = new kiln.JsBackend();
 const gpu = await requestWebGpuBackend();
 console.log(`adapter: ${gpu.adapterInfo}`);
-/** present once prerecording exists; absent on older code (then only the re-encoding path runs) */
-const toggle = gpu as unknown as { prerecord?: boolean };
-const canPrerecord = typeof toggle.prerecord === 'boolean';
 
 const up = (t: kiln.Tensor) => kiln.keep(kiln.toBackend(t, gpu));
 
@@ -104,7 +102,7 @@ const cases: Case[] = [
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function measure(c: Case, mode: 'default' | 'reduce-overhead', prerecord: boolean) {
-  if (canPrerecord) toggle.prerecord = prerecord;
+  gpu.prerecord = prerecord;
   kiln.compiler.reset();
   const { f, args } = c.make(mode);
   kiln.setDefaultBackend(gpu);
@@ -142,7 +140,7 @@ for (const c of cases) {
   const rows: [string, 'default' | 'reduce-overhead', boolean][] = [
     ['default', 'default', false],
     ['reduce-overhead, re-encoded', 'reduce-overhead', false],
-    ...(canPrerecord ? [['reduce-overhead (prerecorded)', 'reduce-overhead', true] as [string, 'reduce-overhead', boolean]] : []),
+    ['reduce-overhead (prerecorded)', 'reduce-overhead', true],
   ];
   results[c.name] = {};
   for (const [label, mode, pre] of rows) {
@@ -151,7 +149,7 @@ for (const c of cases) {
     console.log(`  ${label.padEnd(30)} ${r.us.toFixed(0).padStart(9)} ${r.submitUs.toFixed(0).padStart(10)} ${r.dispatches.toFixed(1).padStart(11)} ${r.submits.toFixed(1).padStart(8)} ${Number.isNaN(r.bindGroups) ? '-'.padStart(12) : r.bindGroups.toFixed(1).padStart(12)}`);
   }
 }
-if (canPrerecord) toggle.prerecord = true;
+gpu.prerecord = true;
 kiln.setDefaultBackend(cpu);
 await gpu.destroy();
-if (argv.includes('--json')) console.log(JSON.stringify(results));
+if (args.has('json')) console.log(JSON.stringify(results));

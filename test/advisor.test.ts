@@ -57,7 +57,9 @@ test('advise --example mlp writes a JSON report that validates against the schem
   assert.ok(b.accuracy.ok, b.accuracy.detail);
   assert.equal(b.accuracy.losses!.eager.length, 23);
   assert.ok(b.accuracy.gradsMaxRelErr !== null && b.accuracy.gradsMaxRelErr < 1e-4, `first-step gradients differ by ${b.accuracy.gradsMaxRelErr}`);
-  assert.ok(b.accuracy.paramsMaxRelErr !== null && Number.isFinite(b.accuracy.paramsMaxRelErr), 'parameter drift is reported (informational: Adam amplifies float32 rounding)');
+  // informational in the report (Adam amplifies float32 rounding over steps: ~5e-2 here), yet
+  // bounded: a compiled optimizer that updated wrongly drifts by order 1
+  assert.ok(b.accuracy.paramsMaxRelErr !== null && b.accuracy.paramsMaxRelErr < 0.25, `parameter drift ${b.accuracy.paramsMaxRelErr}`);
   assert.ok(b.eager.peakBytes > 0);
 
   // break-even consistent with the measured times

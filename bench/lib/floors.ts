@@ -3,8 +3,8 @@
 // loop (bench/floors/w4-floor.ts, written separately: loaded only if it exists).
 
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { measureW4Floor } from '../floors/w4-floor.js';
 import { summarize } from './timing.js';
 
 export interface Floor {
@@ -63,26 +63,39 @@ export function nativeCopyBandwidth(iters = 20): Floor {
  * OPENBLAS_L2_SIZE are dropped for this command only, so OpenBLAS picks its native kernel
  * (../shared/WORKLOADS.md). Throws when python3 or numpy fail; callers word the error.
  */
-export function numpyMatmulGflops(n: number, threads: number, timeoutMs: number): { gflops: number; numpyVersion: string } {
+/**
+ * numpy's (OpenBLAS) float32 n^3 matmul in a python3 subprocess at `threads` threads: the fastest
+ * and the median of `iters` calls after `warmup`. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are dropped
+ * for the command (this machine's environment pins the Haswell kernel; unset, OpenBLAS picks its
+ * AVX-512 one). Throws where python3 or numpy is missing.
+ */
+export function numpyMatmulTimes(n: number, threads: number, opts: { iters?: number; warmup?: number; timeoutMs?: number } = {}): { minMs: number; medianMs: number; numpyVersion: string } {
   const script = [
     'import numpy as np, time',
-    `n = ${n}`,
+    `n, it, warm = ${n}, ${opts.iters ?? 10}, ${opts.warmup ?? 3}`,
     'rng = np.random.default_rng(0)',
     'a = rng.standard_normal((n, n), dtype=np.float32); b = rng.standard_normal((n, n), dtype=np.float32)',
-    'for _ in range(3): a @ b',
+    'for _ in range(warm): a @ b',
     'ts = []',
-    'for _ in range(10):',
+    'for _ in range(it):',
     '    t0 = time.perf_counter(); a @ b; ts.append(time.perf_counter() - t0)',
-    'ts.sort(); print(2 * n ** 3 / ((ts[4] + ts[5]) / 2) / 1e9, np.__version__)',
+    'ts.sort(); k = len(ts) // 2',
+    'med = ts[k] if len(ts) % 2 else (ts[k - 1] + ts[k]) / 2',
+    'print(ts[0] * 1e3, med * 1e3, np.__version__)',
   ].join('\n');
-  const env: NodeJS.ProcessEnv = { ...process.env, OPENBLAS_NUM_THREADS: String(threads) };
+  const env: NodeJS.ProcessEnv = { ...process.env, OPENBLAS_NUM_THREADS: String(threads), OMP_NUM_THREADS: String(threads) };
   delete env.OPENBLAS_CORETYPE;
   delete env.OPENBLAS_L2_SIZE;
-  const out = execFileSync('python3', ['-c', script], { env, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-  const [rate, version] = out.split(/\s+/);
-  const gflops = Number(rate);
-  if (!Number.isFinite(gflops)) throw new Error(`unexpected output: ${out}`);
-  return { gflops, numpyVersion: version };
+  const out = execFileSync('python3', ['-c', script], { env, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  const [minMs, medianMs, numpyVersion] = out.split(/\s+/);
+  if (!Number.isFinite(Number(minMs)) || !Number.isFinite(Number(medianMs))) throw new Error(`unexpected output: ${out}`);
+  return { minMs: Number(minMs), medianMs: Number(medianMs), numpyVersion: numpyVersion! };
+}
+
+/** The numpy matmul rate (GFLOP/s) at the median of 10 calls. */
+export function numpyMatmulGflops(n: number, threads: number, timeoutMs: number): { gflops: number; numpyVersion: string } {
+  const t = numpyMatmulTimes(n, threads, { timeoutMs });
+  return { gflops: (2 * n ** 3) / (t.medianMs * 1e-3) / 1e9, numpyVersion: t.numpyVersion };
 }
 
 /** numpyMatmulGflops as a floor at `threads` threads. */
@@ -97,16 +110,11 @@ export function blasMatmulRate(threads: number, n = 1024, timeoutMs = 120_000): 
   }
 }
 
-/** The hand-written C W4 loop, if bench/floors/w4-floor.ts exists. */
+/** The hand-written C W4 loop (bench/floors/w4-floor.ts). */
 export async function w4Floor(): Promise<Floor> {
   const what = 'W4 as one hand-written C loop (bench/floors/w4.c), -O3 -march=native -ffast-math, OpenMP';
-  const file = new URL('../floors/w4-floor.ts', import.meta.url);
-  if (!existsSync(file)) return { what, value: null, unit: 'ms', missing: 'bench/floors/w4-floor.ts does not exist' };
   try {
-    // a variable specifier: the file is another engineer's and may be absent at type-check time
-    const spec = '../floors/w4-floor.js';
-    const mod = (await import(spec)) as { measureW4Floor(): { ms: number; threads: number; minMs?: number } };
-    const r = mod.measureW4Floor();
+    const r = measureW4Floor();
     return { what, value: r.ms, unit: 'ms', threads: r.threads, detail: { minMs: r.minMs } };
   } catch (e) {
     return { what, value: null, unit: 'ms', missing: `measureW4Floor failed: ${(e as Error).message.split('\n')[0]}` };

@@ -23,6 +23,7 @@ export function assertCompiledFollowsEager<R extends { losses: readonly number[]
   assert.equal(s.graphBreaks.length, 0, 'graph breaks');
   if (backend === 'js') assert.equal(s.fusionFallbacks, 0, 'fusion fallbacks');
   else if (s.fusionFallbacks > 0) t.diagnostic(`${backend}: ${s.fusionFallbacks} graph(s) fell back to recorded eager kernels (KILN_LOGS=fusion says why)`);
-  assert.ok(s.cacheHits >= 7, `replayed ${s.cacheHits} of ${eager.losses.length} steps`);
+  // every step but the trace and a few warm-up calls replays
+  assert.ok(s.cacheHits >= eager.losses.length - 3, `replayed ${s.cacheHits} of ${eager.losses.length} steps`);
   return compiled;
 }

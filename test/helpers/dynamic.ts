@@ -7,23 +7,14 @@ import { DynamicProgram } from '../../src/compiler/dynamic-program.js';
 import { MlpBlock } from '../../bench/workloads/w3.js';
 import { Decoder } from '../../bench/workloads/w7.js';
 import { freeze } from '../../bench/workloads/types.js';
+import { maxRelDiff } from '../../bench/lib/compare.js';
 
 type Fn = (x: kiln.Tensor) => kiln.Tensor;
 
 /** 20 batch sizes, in an order that changes the size on every call. */
 export const BATCHES = [3, 5, 8, 2, 13, 7, 21, 4, 9, 30, 6, 17, 11, 64, 10, 12, 33, 15, 19, 40];
 
-/** max |a - b| over max |b| (shapes must match). */
-export function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
-  assert.deepEqual(a.shape, b.shape);
-  const x = a.dataSync(), y = b.dataSync();
-  let m = 0, scale = 1e-12;
-  for (let i = 0; i < x.length; i++) {
-    m = Math.max(m, Math.abs(x[i]! - y[i]!));
-    scale = Math.max(scale, Math.abs(y[i]!));
-  }
-  return m / scale;
-}
+export { maxRelDiff };
 
 /** The dynamic programs of a compiled function's entries. */
 export function dynamicPrograms(c: unknown): DynamicProgram[] {
