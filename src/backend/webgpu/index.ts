@@ -23,7 +23,7 @@ import { eagerKernel, unsupported, UNSUPPORTED_EAGER } from './eager.js';
 import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuSyncReadError, WebGpuUnsupportedError, WebGpuValidationError } from './errors.js';
 import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
-import { gpuIntegerExact, randomLaunch, RANDOM_PARAM_WORDS } from './render-random.js';
+import { gpuIntegerExact, randomKernel, randomLaunch, RANDOM_PARAM_WORDS } from './render-random.js';
 import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
 import { splitForBindings } from './split.js';
 import { PrerecordedProgram } from './prerecord.js';
@@ -55,8 +55,14 @@ export class WebGpuBuffer implements BackendBuffer {
 /** @internal a WGSL kernel ready to dispatch */
 export interface Compiled {
   readonly w: WgslKernel;
+  readonly p: Pipeline;
+}
+
+/** @internal a cached pipeline: its explicit bind-group layout and the kernel name it was first made for (profiles) */
+export interface Pipeline {
   readonly pipeline: GPUComputePipeline;
   readonly layout: GPUBindGroupLayout;
+  readonly name: string;
 }
 
 /** @internal what a dispatch recorded while capturing bound (prerecord.ts) */
@@ -98,8 +104,7 @@ export class WebGpuBackend implements Backend {
     return new WebGpuSyncReadError(message, op, hint);
   }
   private readonly pool: BufferPool;
-  private readonly pipelines = new Map<string, GPUComputePipeline>();
-  private readonly layouts = new Map<GPUComputePipeline, GPUBindGroupLayout>();
+  private readonly pipelines = new Map<string, Pipeline>();
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
   /** the pipeline last set in the open pass (state persists within a pass) */
@@ -121,8 +126,6 @@ export class WebGpuBackend implements Backend {
   readonly tuner = new MatmulTuner(this);
   /** @internal while profile() runs */
   private profiler: Profiler | null = null;
-  /** kernel name of each pipeline (profiles) */
-  private readonly pipelineNames = new WeakMap<GPUComputePipeline, string>();
   private submitQueued = false;
   /** an error the device reported since the last call (thrown once) */
   private pending: Error | null = null;
@@ -308,6 +311,8 @@ export class WebGpuBackend implements Backend {
   hostNormals = false;
   /** parameter buffers of GPU draws, with the submit count when last bound (see randomParams) */
   private readonly randomParamBuffers: { buf: WebGpuBuffer; submits: number }[] = [];
+  /** the compiled draw kernel per distribution and output type (its grid is each draw's) */
+  private readonly randomKernels = new Map<string, Compiled>();
 
   private random(dist: RandomDist, args: Extract<KernelArgs, { kind: 'random' }>): void {
     const buf = args.out.buf as WebGpuBuffer;
@@ -315,10 +320,13 @@ export class WebGpuBackend implements Backend {
     const out = buf.dtype === 'float32' ? 'f32' : buf.dtype === 'int32' ? 'i32' : null;
     const onGpu = out !== null && (dist === 'integer' ? gpuIntegerExact(args.low!, args.high!, buf.dtype) : out === 'f32' && !(dist === 'normal' && this.hostNormals));
     if (onGpu) {
-      const { w, params } = randomLaunch(dist, out, { seed: args.seed, offset: args.offset, size: args.size, outOffset: args.out.offset, low: args.low, high: args.high });
+      const key = `${dist} ${out}`;
+      let c = this.randomKernels.get(key);
+      if (!c) this.randomKernels.set(key, (c = this.compiled(randomKernel(dist, out))));
+      const { params, grid } = randomLaunch(dist, { seed: args.seed, offset: args.offset, size: args.size, outOffset: args.out.offset, low: args.low, high: args.high });
       const p = this.randomParams();
       this.device.queue.writeBuffer(p.gpu, 0, params.buffer, params.byteOffset, params.byteLength);
-      this.dispatch(this.compiled(w), [buf, p]);
+      this.dispatch({ w: { ...c.w, grid }, p: c.p }, [buf, p]);
       return;
     }
     const host = buf.dtype === 'float64' ? new Float64Array(args.size) : buf.dtype === 'int32' ? new Int32Array(args.size) : buf.dtype === 'bool' ? new Uint8Array(args.size) : new Float32Array(args.size);
@@ -375,12 +383,10 @@ export class WebGpuBackend implements Backend {
   }
 
   private compiled(w: WgslKernel): Compiled {
-    const pipeline = this.pipeline(w.code, w.writable);
-    this.pipelineNames.set(pipeline, w.name);
-    return { w, pipeline, layout: this.layouts.get(pipeline)! };
+    return { w, p: this.pipeline(w.code, w.writable, w.name) };
   }
 
-  private pipeline(code: string, writable: readonly boolean[]): GPUComputePipeline {
+  private pipeline(code: string, writable: readonly boolean[], name = 'kernel'): Pipeline {
     const key = `${writable.map((w) => (w ? 'w' : 'r')).join('')}\n${code}`;
     let p = this.pipelines.get(key);
     if (p) return p;
@@ -391,8 +397,8 @@ export class WebGpuBackend implements Backend {
       const bgl = this.device.createBindGroupLayout({
         entries: writable.map((w, i) => ({ binding: i, visibility: 4 /* COMPUTE */, buffer: { type: w ? 'storage' : 'read-only-storage' } as GPUBufferBindingLayout })),
       });
-      p = this.device.createComputePipeline({ layout: this.device.createPipelineLayout({ bindGroupLayouts: [bgl] }), compute: { module, entryPoint: 'main' } });
-      this.layouts.set(p, bgl);
+      const pipeline = this.device.createComputePipeline({ layout: this.device.createPipelineLayout({ bindGroupLayouts: [bgl] }), compute: { module, entryPoint: 'main' } });
+      p = { pipeline, layout: bgl, name };
     }, async (e) => {
       const info = await module.getCompilationInfo();
       const err = info.messages.find((m) => m.type === 'error');
@@ -409,7 +415,7 @@ export class WebGpuBackend implements Backend {
       if (w) bound[i]!.host = undefined;
     });
     this.capturing?.dispatches.push({ c, buffers: bound });
-    this.encode(c.pipeline, this.bindGroup(c.layout, bound.map((b) => b.gpu)), c.w.grid);
+    this.encode(c.p, this.bindGroup(c.p.layout, bound.map((b) => b.gpu)), c.w.grid);
   }
 
   /** @internal A bind group of `buffers` in binding order. */
@@ -419,12 +425,13 @@ export class WebGpuBackend implements Backend {
   }
 
   /** @internal Records one dispatch into the open compute pass (opened here; submitted at the end of the turn). */
-  encode(pipeline: GPUComputePipeline, group: GPUBindGroup, grid: readonly [number, number, number]): void {
+  encode(p: Pipeline, group: GPUBindGroup, grid: readonly [number, number, number]): void {
+    const pipeline = p.pipeline;
     let pass = this.pass;
     if (!pass) {
       // while profiling, each dispatch is its own pass in the open encoder (timestamps are per pass)
       const enc = (this.encoder ??= this.device.createCommandEncoder());
-      pass = this.pass = enc.beginComputePass(this.profiler?.nextPass(this.pipelineNames.get(pipeline) ?? 'kernel', grid, enc));
+      pass = this.pass = enc.beginComputePass(this.profiler?.nextPass(p.name, grid, enc));
       this.passPipeline = null;
     }
     if (pipeline !== this.passPipeline) {

@@ -27,7 +27,7 @@
 
 import type { BackendBuffer } from '../backend.js';
 import type { ProgramRecording, RecordStep } from '../backend.js';
-import { aliases, type Compiled, type GpuKernel, type WebGpuBackend, type WebGpuBuffer } from './index.js';
+import { aliases, type Compiled, type GpuKernel, type Pipeline, type WebGpuBackend, type WebGpuBuffer } from './index.js';
 
 /** opaque ops whose eager kernels depend only on shapes and attributes: captured and replayed */
 const CAPTURABLE = new Set(['gather', 'scatterAdd', 'indexSelect', 'indexAdd', 'cumsum', 'im2col', 'col2im', 'pad', 'cat']);
@@ -45,8 +45,7 @@ function gpuId(g: GPUBuffer): number {
 }
 
 interface Dispatch {
-  readonly pipeline: GPUComputePipeline;
-  readonly layout: GPUBindGroupLayout;
+  readonly pipe: Pipeline;
   readonly grid: readonly [number, number, number];
   /** logical buffer of each binding */
   readonly bindings: readonly number[];
@@ -69,6 +68,12 @@ export class PrerecordedProgram implements ProgramRecording {
   /** the GPU buffer of each variable logical buffer at the last call (null: not built yet) */
   private lastGpu: (GPUBuffer | undefined)[] | null = null;
   private aliasKey: string | null = null;
+  /**
+   * per step starting a run of replayed steps (no JavaScript runs between their dispatches): the
+   * logical buffers the run writes, deduplicated; their host copies are dropped once, before the
+   * run, as the eager dispatches would (see planClears)
+   */
+  private clears: (readonly number[] | undefined)[] = [];
   summary = '';
 
   constructor(
@@ -96,6 +101,8 @@ export class PrerecordedProgram implements ProgramRecording {
     be.check();
     if (this.changed(bufs)) this.rebind(bufs);
     const steps = this.steps;
+    // this call's plan: a capture below replans for later calls
+    const clears = this.clears;
     for (let i = 0; i < steps.length; i++) {
       const s = steps[i]!;
       if (s.kind === 'opaque' && s.state !== 'captured') {
@@ -103,12 +110,12 @@ export class PrerecordedProgram implements ProgramRecording {
         else opaque(i);
         continue;
       }
+      const w = clears[i];
+      if (w) for (let k = 0; k < w.length; k++) (bufs[w[k]!] as WebGpuBuffer).host = undefined;
       const ds = s.dispatches;
       for (let j = 0; j < ds.length; j++) {
         const d = ds[j]!;
-        const w = d.writes;
-        for (let k = 0; k < w.length; k++) (bufs[w[k]!] as WebGpuBuffer).host = undefined;
-        be.encode(d.pipeline, d.group!, d.grid);
+        be.encode(d.pipe, d.group!, d.grid);
       }
     }
     be.counters.prerecordedRuns++;
@@ -155,7 +162,7 @@ export class PrerecordedProgram implements ProgramRecording {
 
   private dispatchOf(c: Compiled, bindings: readonly number[]): Dispatch {
     return {
-      pipeline: c.pipeline, layout: c.layout, grid: c.w.grid, bindings,
+      pipe: c.p, grid: c.w.grid, bindings,
       writes: bindings.filter((_, i) => c.w.writable[i]),
       variable: bindings.flatMap((b, i) => (this.isVariable.has(b) ? [i] : [])),
       group: null, groups: new Map(),
@@ -168,7 +175,7 @@ export class PrerecordedProgram implements ProgramRecording {
     for (const p of d.variable) key += `${gpuId((bufs[d.bindings[p]!] as WebGpuBuffer).gpu)},`;
     let g = d.groups.get(key);
     if (!g) {
-      g = this.be.bindGroup(d.layout, d.bindings.map((b) => (bufs[b] as WebGpuBuffer).gpu));
+      g = this.be.bindGroup(d.pipe.layout, d.bindings.map((b) => (bufs[b] as WebGpuBuffer).gpu));
       if (d.groups.size >= GROUPS_PER_DISPATCH) d.groups.delete(d.groups.keys().next().value!);
       d.groups.set(key, g);
     }
@@ -205,7 +212,31 @@ export class PrerecordedProgram implements ProgramRecording {
     this.describe();
   }
 
+  /**
+   * The buffers each run of replayed steps writes (see `clears`). Steps that run eager kernels
+   * (per-call or being captured) end a run: their JavaScript may read or write host copies, so
+   * those are dropped at the same points as before, just not once per dispatch.
+   */
+  private planClears(): void {
+    const clears: (readonly number[] | undefined)[] = [];
+    let start = -1;
+    let run = new Set<number>();
+    const end = () => {
+      if (start >= 0 && run.size > 0) clears[start] = [...run];
+      start = -1;
+      run = new Set();
+    };
+    this.steps.forEach((s, i) => {
+      if (s.kind === 'opaque' && s.state !== 'captured') return end();
+      if (start < 0) start = i;
+      for (const d of s.dispatches) for (const b of d.writes) run.add(b);
+    });
+    end();
+    this.clears = clears;
+  }
+
   private describe(): void {
+    this.planClears();
     const kernels = this.steps.filter((s) => s.kind === 'kernel').length;
     const opaque = this.steps.filter((s): s is Extract<Step, { kind: 'opaque' }> => s.kind === 'opaque');
     const replayed = kernels + opaque.filter((s) => s.state === 'captured').length;

@@ -14,6 +14,7 @@
 // again after a store to the same binding (an in-place alias), as the scalar kernel's order.
 
 import type { Affine, LExpr, PointwiseKernel, Store } from '../../compiler/loop-ir.js';
+import { coalesce } from '../iteration.js';
 import { affine, Body, decompose, grid1d, planBindings, storeValue, type AliasMap, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, render, wtype, type ExprEnv, type WType } from './wgsl-expr.js';
 
@@ -90,24 +91,14 @@ const coef = (a: Affine, d: number): number => a.c[d] ?? 0;
  */
 export function coalescePointwise(k: PointwiseKernel): PointwiseKernel {
   const all: Affine[] = [...k.body.flatMap((s) => loadsOf(s.e).map((l) => l.at)), ...k.stores.flatMap((s) => [s.at, ...loadsOf(s.value).map((l) => l.at)])];
-  // groups of original dims (outermost first), each merged into one var
-  const groups: { dims: number[]; size: number }[] = [];
-  for (let d = k.shape.length - 1; d >= 0; d--) {
-    const n = k.shape[d]!;
-    if (n === 1) continue;
-    const g = groups[0];
-    // merge d into the current outermost group when every access's stride along d equals the
-    // group's (its innermost dim's) stride times the group's size
-    if (g && all.every((a) => coef(a, d) === coef(a, g.dims[g.dims.length - 1]!) * g.size)) {
-      g.dims.unshift(d);
-      g.size *= n;
-    } else groups.unshift({ dims: [d], size: n });
-  }
-  if (groups.length === k.shape.length) return k;
-  const f = (a: Affine): Affine => ({ c: groups.map((g) => coef(a, g.dims[g.dims.length - 1]!)), o: a.o });
+  // iteration.ts's coalesce on every access's coefficients: a merged dim keeps its innermost coefficient
+  const { shape, strides } = coalesce(k.shape, all.map((a) => k.shape.map((_, d) => coef(a, d))));
+  if (shape.length === k.shape.length) return k;
+  const coefs = new Map<Affine, number[]>(all.map((a, i) => [a, strides[i]!]));
+  const f = (a: Affine): Affine => ({ c: coefs.get(a)!, o: a.o });
   return {
     ...k,
-    shape: groups.map((g) => g.size),
+    shape,
     body: k.body.map((s) => ({ ...s, e: mapLoads(s.e, f) })),
     stores: k.stores.map((s): Store => ({ ...s, at: f(s.at), value: mapLoads(s.value, f) })),
   };

@@ -133,8 +133,13 @@ export function gpuIntegerExact(low: number, high: number, dtype: string): boole
   return dtype === 'int32' || (Math.abs(low) <= 2 ** 24 && Math.abs(high) <= 2 ** 24);
 }
 
-/** The parameter words and the kernel of one draw (its WGSL depends only on kind and output type). */
-export function randomLaunch(kind: RandomKind, out: 'f32' | 'i32', a: { seed: number; offset: number; size: number; outOffset: number; low?: number; high?: number }): { w: WgslKernel; params: Uint32Array } {
+/** The kernel of every draw of `kind` into `out` (its grid is each draw's: see randomLaunch). */
+export function randomKernel(kind: RandomKind, out: 'f32' | 'i32'): WgslKernel {
+  return { code: randomWgsl(kind, out), bindings: [0, 1], writable: [true, false], grid: [1, 1, 1], name: `random_${kind}` };
+}
+
+/** The parameter words and the dispatch grid of one draw (its kernel depends only on kind and output type: randomKernel). */
+export function randomLaunch(kind: RandomKind, a: { seed: number; offset: number; size: number; outOffset: number; low?: number; high?: number }): { params: Uint32Array; grid: [number, number, number] } {
   const per = kind === 'normal' ? 2 : 4;
   const block = Math.floor(a.offset / per);
   const phase = a.offset - block * per;
@@ -151,6 +156,5 @@ export function randomLaunch(kind: RandomKind, out: 'f32' | 'i32', a: { seed: nu
     params[8] = a.high! - a.low!;
   }
   const blocks = Math.ceil((phase + a.size) / per);
-  const w: WgslKernel = { code: randomWgsl(kind, out), bindings: [0, 1], writable: [true, false], grid: grid1d(Math.ceil(blocks / WG)), name: `random_${kind}` };
-  return { w, params };
+  return { params, grid: grid1d(Math.ceil(blocks / WG)) };
 }
