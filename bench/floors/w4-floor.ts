@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { buildLibrary, findCompiler, loadLibrary } from '../../src/backend/native/toolchain.js';
 import { threadCount } from '../../src/backend/js/threads.js';
+import { summarize } from '../lib/timing.js';
 
 export const W4_FLOOR_SIZE = 4 * 1024 * 1024;
 
@@ -49,9 +50,8 @@ export function measureW4Floor(opts: { iters?: number; warmup?: number; size?: n
     run();
     samplesMs.push(performance.now() - t0);
   }
-  const s = [...samplesMs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return { ms: s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2, minMs: s[0]!, threads, samplesMs };
+  const s = summarize(samplesMs);
+  return { ms: s.medianMs, minMs: s.minMs, threads, samplesMs };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
