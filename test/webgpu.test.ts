@@ -256,6 +256,35 @@ test('webgpu: a fused kernel binding more buffers than the device allows is spli
   }
 });
 
+test('webgpu: a compiled generator reads at explicit asynchronous breaks (yield* kiln.read): the branch and a training step that reads its loss equal the CPU', { skip }, async () => {
+  const x = onGpu(() => kiln.keep(kiln.toBackend(onCpu(() => kiln.tensor([1, -2, 3])), gpu!)));
+  function* reads(t: kiln.Tensor) {
+    const [s] = yield* kiln.read(t.sum());
+    return s! > 0 ? t.relu() : t.neg();
+  }
+  kiln.compiler.reset();
+  const f = kiln.compile(reads, { backend: 'webgpu' });
+  const pending = onGpu(() => f(x));
+  const y = await pending;
+  assert.equal(y.storage.backend, gpu, 'the result lives on the GPU');
+  assert.deepEqual(Array.from(await y.data()), [1, 0, 3]);
+  const xNeg = onGpu(() => x.neg());
+  const neg = await onGpu(() => f(xNeg));
+  assert.deepEqual(Array.from(await neg.data()), [1, -2, 3]);
+  assert.equal(kiln.stats().asyncReads, 2);
+  const r = await onGpu(() => kiln.explain(reads, { backend: 'webgpu', print: false })(x));
+  assert.equal(r.graphBreakCount, 1);
+  assert.equal(r.stopped, undefined, 'nothing stopped: the read was awaited');
+  assert.match(r.text, /break 1 at .*webgpu\.test\.ts:\d+:\d+: asynchronous read of 1 tensor \(kiln\.read\)/);
+  onCpu(() => [x, xNeg, y, neg].forEach((t) => t.dispose()));
+  // the MLP step reading its loss between forward and backward: the same numbers as the CPU
+  const ref = await trainMlpSteps(null, { steps: 4 });
+  const got = await trainMlpSteps(gpu!, { steps: 4, readLoss: true });
+  got.losses.forEach((l, i) => assert.ok(Math.abs(l - ref.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(ref.losses[i]!)), `step ${i}: loss ${l} vs CPU ${ref.losses[i]}`));
+  got.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - ref.params[i]![j]!) <= 1e-4, `param ${i}[${j}]: ${v} vs CPU ${ref.params[i]![j]}`)));
+  assert.equal(kiln.stats().asyncReads, 4, 'one read per step');
+});
+
 // ---- the runtime ----
 
 test('webgpu: synchronous reads throw the typed error that names await t.data()', { skip }, async () => {
@@ -352,14 +381,14 @@ test('webgpu: a value read inside compiled code is an asynchronous graph break: 
   const r = onGpu(() => kiln.explain(reads, { backend: 'webgpu', print: false })(x));
   assert.equal(r.graphBreakCount, 1);
   assert.match(r.breaks[0]!.reason, /item\(\) needs the value.*on webgpu reading a tensor is asynchronous \(await t\.data\(\)\), so this read is a graph break/);
-  assert.match(r.breaks[0]!.hint, /split the function at the read.*await t\.data\(\).*WebGpuSyncReadError/);
+  assert.match(r.breaks[0]!.hint, /yield\* kiln\.read\(t\).*split it at the read.*await t\.data\(\).*WebGpuSyncReadError/);
   assert.match(r.text, /break 1 at .*webgpu\.test\.ts.*asynchronous/);
   assert.match(r.stopped ?? '', /^WebGpuSyncReadError/);
   // compiled, with or without fullgraph: the typed error with the fix, nothing left traced
   for (const fullgraph of [true, false]) {
     kiln.compiler.reset();
     const f = kiln.compile(reads, { backend: 'webgpu', fullgraph });
-    assert.throws(() => onGpu(() => f(x)), (e: unknown) => e instanceof kiln.WebGpuSyncReadError && /graph break in reads .*asynchronous/.test((e as Error).message) && /split the function at the read/.test((e as Error).message));
+    assert.throws(() => onGpu(() => f(x)), (e: unknown) => e instanceof kiln.WebGpuSyncReadError && /graph break in reads .*asynchronous/.test((e as Error).message) && /yield\* kiln\.read\(t\)/.test((e as Error).message));
   }
   kiln.compiler.reset();
   const g = kiln.compile((t: kiln.Tensor) => Array.from(t.mul(2).dataSync()), { backend: 'webgpu' });

@@ -4,7 +4,8 @@
 import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
 import { copy } from '../ops/pointwise.js';
-import { Tensor, tensorHooks } from '../tensor/tensor.js';
+import { Tensor, isTensor, tensorHooks } from '../tensor/tensor.js';
+import { SteppedScope } from '../tensor/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
 import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
@@ -30,6 +31,7 @@ import { fillTemplate, templateOf } from './result-template.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
+import { Ambient, isGenerator, isGeneratorFunction, readRequestOf, runEagerly, type ReadRequest } from './async-read.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -146,8 +148,8 @@ export class CompiledFunction {
   private readonly segments = new Map<string, Runnable>();
   private readonly argNames: string[];
   private limitWarned = false;
-  /** the arguments of the call being traced (segments bind their inputs from them) */
-  private tracingArgs: unknown[] = [];
+  /** a `function*` (or a forward that returned a generator): reads are explicit async breaks (async-read.ts) */
+  isGeneratorFn: boolean;
   /** filled while tracing; explain() reads it */
   report: CompileReport | null = null;
 
@@ -162,6 +164,7 @@ export class CompiledFunction {
     const opts = (this.opts = normalizeCaptures(options));
     this.name = opts.name ?? (module ? module.constructor.name : fn.name || 'anonymous');
     this.argNames = paramNames(module ? module.forward : fn);
+    this.isGeneratorFn = isGeneratorFunction(module ? module.forward : fn);
     // the kernel backend loads now (libraries, worker threads), not inside the first call
     if (opts.fuse !== false) prewarmKernelBackend(opts.backend);
     // named captures are the function's weights: placed for its kernels now, not in the first call
@@ -224,7 +227,7 @@ export class CompiledFunction {
 
   private callUnbucketed(args: unknown[]): unknown {
     if (this.opts.disable || stance === 'forceEager') return this.eager(args, this.opts.disable ? null : 'stance forceEager');
-    if (runtime.tracer) return this.fn(...args); // inlined into an enclosing trace
+    if (runtime.tracer) return this.inlined(args);
     if (this.epoch !== epoch) {
       this.entries = [];
       this.segments.clear();
@@ -302,7 +305,8 @@ export class CompiledFunction {
       counters.eagerFallbacks++;
       if (counters.fallbackReasons.length < 100) counters.fallbackReasons.push(`${this.name}: ${reason}`);
     }
-    return this.fn(...args);
+    const result = this.fn(...args);
+    return isGenerator(result) ? runEagerly(result, this.name) : result;
   }
 
   private replay(e: Entry, args: unknown[]): unknown {
@@ -314,100 +318,190 @@ export class CompiledFunction {
     return fillTemplate(e.resultTemplate, outs);
   }
 
+  /** Called while another compiled function traces: the code is traced into the caller's graph. */
+  private inlined(args: unknown[]): unknown {
+    if (!this.isGeneratorFn) {
+      const result = this.fn(...args);
+      if (!isGenerator(result)) return result;
+      this.isGeneratorFn = true;
+      closeQuietly(result);
+    }
+    throw new GraphBreakError(`compiled generator ${this.name} was called inside another compiled function`, 'its reads need a Promise the caller cannot wait for: from a compiled generator, call the uncompiled generator with `yield* gen(...)`; or call it outside compiled code');
+  }
+
   /** Traces fn; runs segments as it goes (graph breaks); records an entry when replayable. */
   private trace(args: unknown[], existing: Entry | null): unknown {
     counters.cacheMisses++;
     const t0 = performance.now();
-    this.pendingDynamic = existing ? null : this.planDynamicFor(args);
+    // a generator is never replayed without its JavaScript (its reads decide what runs next)
+    this.pendingDynamic = existing || this.isGeneratorFn ? null : this.planDynamicFor(args);
     const report: CompileReport = { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } };
-    let codegen = 0;
-    const tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, report, (ms) => (codegen += ms)));
-    const prevHooks = { ...tensorHooks };
-    const deferred: Tensor[] = [];
-    runtime.tracer = tracer;
-    tensorHooks.onGradWrite = (leaf, old, next) => tracer.onGradWrite(leaf, old, next);
-    tensorHooks.deferDispose = (t) => {
-      if (!t.hasStorage || runtime.tracer !== tracer) return false;
-      deferred.push(t);
-      return true;
-    };
-    let result: unknown;
+    // a generator's call is a scope of its own: its code runs in stretches, where kiln.scope cannot reach
+    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false };
+    run.tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, run));
     let finished = false;
-    const modules = this.module?.modules ? [...this.module.modules()] : this.module ? [this.module] : [];
-    this.tracingArgs = args;
+    let handedOff = false;
+    installTracer(run);
     try {
-      const proxied = args.map((a, i) => proxify(a, this.argNames[i] ?? `arg${i}`, tracer));
-      result = this.fn(...proxied);
+      const proxied = args.map((a, i) => proxify(a, this.argNames[i] ?? `arg${i}`, run.tracer));
+      const result = this.fn(...proxied);
+      if (isGenerator(result)) {
+        uninstallTracer(run);
+        if (!run.scope) {
+          // found out only now (a module's forward written as a generator): the argument proxies join its scope
+          this.isGeneratorFn = true;
+          run.scope = new SteppedScope();
+          for (const list of run.tracer.proxies.values()) for (const p of list) run.scope.adopt(p);
+        }
+        handedOff = true;
+        return this.driveTrace(run, result, existing);
+      }
       if (result instanceof Promise) {
         result.catch(() => undefined); // its own failure (e.g. an asynchronous read) is superseded by this error
-        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code; await outside the compiled function${runtime.backend.syncReads === false ? ` (on ${runtime.backend.name}, \`await t.data()\` is an asynchronous graph break: ${ASYNC_READ_HINT})` : ''}`);
+        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code; await outside the compiled function, or write it as a generator that reads with \`const v = yield* kiln.read(t)\` (an explicit graph break; the compiled function then returns a Promise)${runtime.backend.syncReads === false ? ` (on ${runtime.backend.name}, reading a tensor is asynchronous: ${ASYNC_READ_HINT})` : ''}`);
       }
-      // the last segment: outputs are the result, new grads, and tensors that escaped (kept)
-      const resultIds = collectProxies(result, tracer);
-      const gradLeaves = [...tracer.gradWrites.keys()];
-      const gradIds = gradLeaves.map((l) => (l.grad?.trace?.tracer === tracer ? l.grad.trace.id : null));
-      const escaped = tracer.liveNodes().filter((id) => tracer.proxies.get(id)!.some((p) => p.kept && !p.isDisposed && !gradLeaves.some((l) => l.grad === p)));
-      const extra = escaped.filter((id) => !resultIds.includes(id) && !gradIds.includes(id));
-      const graph = tracer.graph;
-      graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
-      const replayable = tracer.segment === 0 && extra.length === 0;
-      const compiled = this.finishSegment(tracer, graph, report, (ms) => (codegen += ms), args);
+      const out = this.finishTrace(run, result, existing);
       finished = true;
-      report.timings.total = performance.now() - t0;
-      report.timings.codegen = codegen;
-      report.timings.trace = report.timings.total - codegen - report.timings.firstRun - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
-      // compile time is what compiling cost, not the first run of the program
-      counters.compileTimeMs += report.timings.total - report.timings.firstRun;
-      this.report = report;
-      log('perf', () => `${this.name}: traced and compiled in ${(report.timings.total - report.timings.firstRun).toFixed(1)} ms (trace ${report.timings.trace.toFixed(1)}, passes ${Object.entries(report.timings.passes).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}, codegen ${codegen.toFixed(1)}), then ran in ${report.timings.firstRun.toFixed(1)} ms`);
-      if (!existing) {
-        if (replayable) {
-          const resultTemplate = templateOf(result);
-          const dyn = this.pendingDynamic?.used && compiled.program === this.pendingDynamic.program ? this.pendingDynamic : null;
-          const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer)];
-          report.guards = guards.map((g) => g.text);
-          log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
-          const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
-          // a function that ran backward() itself (a training step) consumed its outputs' graph:
-          // they come back without autograd history; otherwise they must carry it
-          const ranBackward = tracer.gradWrites.size > 0;
-          const autogradOutputs = !ranBackward && isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
-          if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
-          if (dyn && autogradOutputs) {
-            // node-by-node replay runs the real-size graph: this entry cannot serve other sizes
-            guards.splice(0, guards.length, ...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer));
-            log('recompiles', `${this.name}: the dynamic program is not used because the outputs require grad (replay runs node by node); sizes stay static`);
-          } else if (dyn) {
-            counters.dynamicCompiles.push({ fn: this.name, symbols: dyn.notes });
-            log('recompiles', `${this.name}: compiled with dynamic sizes:\n  ${dyn.notes.join('\n  ')}`);
-          }
-          this.entries.push({
-            guards, graph: compiled.graph, program: compiled.program, resultTemplate,
-            gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
-            retrace: false, autogradOutputs,
-          });
-          counters.compiles++;
-          saveWarmStart(this.cacheContext(), args, this.entries[this.entries.length - 1] as unknown as WarmEntry, tracer.gradWrites.size);
-        } else if (tracer.segment > 0) {
-          const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
-          report.guards = guards.map((g) => g.text);
-          this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, autogradOutputs: false });
-          counters.compiles++;
-        } else {
-          log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
-        }
-      }
-      return result;
+      return out;
     } finally {
-      runtime.tracer = null;
-      tensorHooks.onGradWrite = prevHooks.onGradWrite;
-      tensorHooks.deferDispose = prevHooks.deferDispose;
-      for (const t of deferred) t.dispose();
-      if (!finished) disposeProxies(tracer);
+      if (!handedOff) endTrace(run, finished);
     }
   }
 
-  private onBreak(tracer: Tracer, req: BreakRequest, report: CompileReport, addCodegen: (ms: number) => void): Float32Array | ReturnType<typeof readContiguous> | undefined {
+  /**
+   * A compiled generator: runs each stretch of the user's code between reads with the tracer
+   * installed, and at each `yield` runs the graph so far, awaits the read and resumes with the
+   * values (async-read.ts says why a generator and not an async function).
+   */
+  private async driveTrace(run: TraceRun, gen: Generator<unknown, unknown, unknown>, existing: Entry | null): Promise<unknown> {
+    let result: unknown;
+    const ambient = new Ambient(); // the caller's backend and grad mode, for every stretch and segment
+    try {
+      let resume: { value: unknown } | { error: unknown } = { value: undefined };
+      for (;;) {
+        const leave = ambient.enter();
+        let req: ReadRequest;
+        try {
+          installTracer(run);
+          let step: IteratorResult<unknown, unknown>;
+          try {
+            step = 'error' in resume ? gen.throw(resume.error) : gen.next(resume.value);
+          } finally {
+            uninstallTracer(run);
+          }
+          if (step.done) {
+            result = this.finishTrace(run, step.value, existing);
+            break;
+          }
+          req = readRequestOf(step.value, this.name);
+          this.asyncReadBreak(run, req);
+        } finally {
+          leave();
+        }
+        try {
+          resume = { value: await req.values() };
+        } catch (e) {
+          resume = { error: e }; // thrown where the generator yielded, as an awaited read would
+        }
+      }
+    } catch (e) {
+      this.report = run.report; // explain() shows the breaks before the error
+      closeQuietly(gen);
+      endTrace(run, false);
+      run.scope!.abort();
+      throw e;
+    }
+    endTrace(run, true);
+    return run.scope!.close(result, isTensor);
+  }
+
+  /** A `yield` in a compiled generator: a graph break that runs the graph so far so its values can be read. */
+  private asyncReadBreak(run: TraceRun, req: ReadRequest): void {
+    run.asyncReads++;
+    counters.asyncReads++;
+    const location = req.location || `yield #${run.asyncReads} in ${this.name}`;
+    const reason = `asynchronous read of ${req.tensors.length} tensor${req.tensors.length === 1 ? '' : 's'} (kiln.read)`;
+    const hint = 'an explicit read: the graph before it runs and its values are read back (awaited on webgpu); keep the values on tensors (kiln.where, masks) to stay in one graph';
+    if (this.opts.fullgraph) throw new GraphBreakError(`graph break in ${this.name}: ${reason}`, `${hint}; fullgraph forbids breaks`, location);
+    this.recordBreak(run.report, reason, location, hint);
+    const tracer = run.tracer;
+    const graph = tracer.graph;
+    graph.outputs = tracer.liveNodes();
+    this.finishSegment(tracer, graph, run.report, (ms) => (run.codegen += ms), run.args);
+    tracer.startSegment();
+  }
+
+  /** The end of a trace: the last segment's outputs are the result, new grads, and tensors that escaped (kept). */
+  private finishTrace(run: TraceRun, result: unknown, existing: Entry | null): unknown {
+    const { tracer, report, t0, args } = run;
+    const modules = this.module?.modules ? [...this.module.modules()] : this.module ? [this.module] : [];
+    const resultIds = collectProxies(result, tracer);
+    const gradLeaves = [...tracer.gradWrites.keys()];
+    const gradIds = gradLeaves.map((l) => (l.grad?.trace?.tracer === tracer ? l.grad.trace.id : null));
+    const escaped = tracer.liveNodes().filter((id) => tracer.proxies.get(id)!.some((p) => p.kept && !p.isDisposed && !gradLeaves.some((l) => l.grad === p)));
+    const extra = escaped.filter((id) => !resultIds.includes(id) && !gradIds.includes(id));
+    const graph = tracer.graph;
+    graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
+    const replayable = tracer.segment === 0 && extra.length === 0 && !this.isGeneratorFn;
+    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args);
+    report.timings.total = performance.now() - t0;
+    report.timings.codegen = run.codegen;
+    report.timings.trace = report.timings.total - run.codegen - report.timings.firstRun - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
+    // compile time is what compiling cost, not the first run of the program
+    counters.compileTimeMs += report.timings.total - report.timings.firstRun;
+    this.report = report;
+    log('perf', () => `${this.name}: traced and compiled in ${(report.timings.total - report.timings.firstRun).toFixed(1)} ms (trace ${report.timings.trace.toFixed(1)}, passes ${Object.entries(report.timings.passes).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}, codegen ${run.codegen.toFixed(1)}), then ran in ${report.timings.firstRun.toFixed(1)} ms`);
+    if (!existing) {
+      if (replayable) {
+        const resultTemplate = templateOf(result);
+        const dyn = this.pendingDynamic?.used && compiled.program === this.pendingDynamic.program ? this.pendingDynamic : null;
+        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer)];
+        report.guards = guards.map((g) => g.text);
+        log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
+        const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
+        // a function that ran backward() itself (a training step) consumed its outputs' graph:
+        // they come back without autograd history; otherwise they must carry it
+        const ranBackward = tracer.gradWrites.size > 0;
+        const autogradOutputs = !ranBackward && isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
+        if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
+        if (dyn && autogradOutputs) {
+          // node-by-node replay runs the real-size graph: this entry cannot serve other sizes
+          guards.splice(0, guards.length, ...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer));
+          log('recompiles', `${this.name}: the dynamic program is not used because the outputs require grad (replay runs node by node); sizes stay static`);
+        } else if (dyn) {
+          counters.dynamicCompiles.push({ fn: this.name, symbols: dyn.notes });
+          log('recompiles', `${this.name}: compiled with dynamic sizes:\n  ${dyn.notes.join('\n  ')}`);
+        }
+        this.entries.push({
+          guards, graph: compiled.graph, program: compiled.program, resultTemplate,
+          gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
+          retrace: false, autogradOutputs,
+        });
+        counters.compiles++;
+        saveWarmStart(this.cacheContext(), args, this.entries[this.entries.length - 1] as unknown as WarmEntry, tracer.gradWrites.size);
+      } else if (tracer.segment > 0 || this.isGeneratorFn) {
+        const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
+        report.guards = guards.map((g) => g.text);
+        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, autogradOutputs: false });
+        counters.compiles++;
+      } else {
+        log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
+      }
+    }
+    return result;
+  }
+
+  /** Counts and logs a graph break once per function, location and reason; explain lists every one. */
+  private recordBreak(report: CompileReport, reason: string, location: string, hint: string): void {
+    report.breaks.push({ reason, location, hint });
+    if (!counters.graphBreaks.some((b) => b.fn === this.name && b.location === location && b.reason === reason)) {
+      counters.graphBreaks.push({ fn: this.name, reason, location, hint });
+      log('graph_breaks', `graph break in ${this.name} at ${location}: ${reason}\n  hint: ${hint}`);
+    }
+  }
+
+  private onBreak(tracer: Tracer, req: BreakRequest, run: TraceRun): Float32Array | ReturnType<typeof readContiguous> | undefined {
+    const report = run.report;
     const location = userLocation();
     // a backend that reads only asynchronously (webgpu): the break would need `await`, which a
     // synchronous trace cannot do, so it is reported and raised as the backend's typed error
@@ -415,11 +509,7 @@ export class CompiledFunction {
     const reason = asyncRead ? `${req.reason}; on ${runtime.backend.name} reading a tensor is asynchronous (await t.data()), so this read is a graph break the compiled function cannot wait for` : req.reason;
     const hint = asyncRead ? ASYNC_READ_HINT : breakHint(req.reason);
     if (this.opts.fullgraph && !asyncRead) throw new GraphBreakError(`graph break in ${this.name}: ${reason}`, hint, location);
-    report.breaks.push({ reason, location, hint });
-    if (!counters.graphBreaks.some((b) => b.fn === this.name && b.location === location && b.reason === reason)) {
-      counters.graphBreaks.push({ fn: this.name, reason, location, hint });
-      log('graph_breaks', `graph break in ${this.name} at ${location}: ${reason}\n  hint: ${hint}`);
-    }
+    this.recordBreak(report, reason, location, hint);
     if (asyncRead) {
       this.report = report; // explain() shows the break it stopped at
       const message = `graph break in ${this.name} at ${location}: ${reason}`;
@@ -427,7 +517,7 @@ export class CompiledFunction {
     }
     const graph = tracer.graph;
     graph.outputs = tracer.liveNodes();
-    this.finishSegment(tracer, graph, report, addCodegen, this.tracingArgs);
+    this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), run.args);
     tracer.startSegment();
     runtime.tracer = tracer;
     if (!req.tensor) return undefined;
@@ -608,7 +698,64 @@ function disposeProxies(tracer: Tracer): void {
   for (const list of tracer.proxies.values()) for (const p of list) if (!p.hasStorage) p.dispose();
 }
 
-const ASYNC_READ_HINT = 'split the function at the read: compile the part before it, `await t.data()` outside, then call a second compiled function; or keep the value on tensors (kiln.where, masks) so no read is needed. item(), dataSync() and toArray() inside compiled code raise WebGpuSyncReadError on webgpu';
+const ASYNC_READ_HINT = 'write the compiled function as a generator and read with `const v = yield* kiln.read(t)` (an explicit asynchronous graph break; the compiled function then returns a Promise), or split it at the read into two compiled functions with `await t.data()` between them, or keep the value on tensors (kiln.where, masks) so no read is needed. item(), dataSync() and toArray() inside compiled code raise WebGpuSyncReadError on webgpu';
+
+/** One trace of a call: its tracer, report and the state its hooks need, across the stretches of a generator. */
+interface TraceRun {
+  tracer: Tracer;
+  readonly report: CompileReport;
+  codegen: number;
+  readonly t0: number;
+  /** the call's arguments (segments bind their inputs from them) */
+  readonly args: unknown[];
+  /** concrete tensors the user disposed while tracing: released when the trace ends */
+  readonly deferred: Tensor[];
+  readonly prevHooks: typeof tensorHooks;
+  /** explicit reads (kiln.read) so far */
+  asyncReads: number;
+  /** a generator's call: what its code makes is disposed when it settles, except the result and kept tensors */
+  scope: SteppedScope | null;
+  /** whether the tracer (and the scope) is installed now: the user's code is running */
+  installed: boolean;
+}
+
+/** The tracer records ops, .grad writes and postponed disposals while the user's code runs. */
+function installTracer(run: TraceRun): void {
+  run.installed = true;
+  run.scope?.enter();
+  const tracer = run.tracer;
+  runtime.tracer = tracer;
+  tensorHooks.onGradWrite = (leaf, old, next) => tracer.onGradWrite(leaf, old, next);
+  tensorHooks.deferDispose = (t) => {
+    if (!t.hasStorage || runtime.tracer !== tracer) return false;
+    run.deferred.push(t);
+    return true;
+  };
+}
+
+function uninstallTracer(run: TraceRun): void {
+  if (!run.installed) return;
+  run.installed = false;
+  run.scope?.exit();
+  runtime.tracer = null;
+  tensorHooks.onGradWrite = run.prevHooks.onGradWrite;
+  tensorHooks.deferDispose = run.prevHooks.deferDispose;
+}
+
+function endTrace(run: TraceRun, finished: boolean): void {
+  uninstallTracer(run);
+  for (const t of run.deferred) t.dispose();
+  if (!finished) disposeProxies(run.tracer);
+}
+
+/** Lets a generator run its finally blocks after kiln stopped it (an error at a read or a break). */
+function closeQuietly(gen: Generator<unknown, unknown, unknown>): void {
+  try {
+    gen.return(undefined);
+  } catch {
+    // the generator's own cleanup failed: the error that stopped it is the one to report
+  }
+}
 
 function breakHint(reason: string): string {
   if (reason.includes('read')) return 'keep the value on tensors (kiln.where, masks) or move the read outside the compiled function';

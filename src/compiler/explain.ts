@@ -16,38 +16,52 @@ export interface ExplainResult extends CompileReport {
   stopped?: string;
 }
 
-export function explain<F extends (...args: never[]) => unknown>(fn: F, opts: CompileOptions & { print?: boolean } = {}): (...args: Parameters<F>) => ExplainResult {
+export function explain<A extends unknown[]>(fn: (...args: A) => Generator<unknown, unknown, never>, opts?: CompileOptions & { print?: boolean }): (...args: A) => Promise<ExplainResult>;
+export function explain<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions & { print?: boolean }): (...args: Parameters<F>) => ExplainResult;
+export function explain(fn: (...args: never[]) => unknown, opts: CompileOptions & { print?: boolean } = {}): (...args: unknown[]) => ExplainResult | Promise<ExplainResult> {
   return (...args) => {
     const cf = new CompiledFunction(fn as unknown as (...a: unknown[]) => unknown, { ...opts, fullgraph: false });
-    let stopped: string | undefined;
+    let out: unknown;
     try {
-      cf.call(args as unknown[]);
+      out = cf.call(args);
     } catch (e) {
-      // a break that cannot run (a read on webgpu is asynchronous) is reported, not thrown:
-      // explaining what happens is the point; other errors are the caller's
-      if (!(e instanceof KilnError) || !cf.report) throw e;
-      stopped = `${e.name}: ${e.message.split('\n')[0]}`;
+      return explained(cf, opts, stoppedBy(e, cf));
     }
-    const r = cf.report!;
-    const result: ExplainResult = {
-      ...r,
-      graphCount: r.graphs.length,
-      graphBreakCount: r.breaks.length,
-      opsPerGraph: r.graphs.map((g) => g.ops),
-      text: formatExplain(r),
-    };
-    if (stopped) {
-      result.stopped = stopped;
-      result.text += `\n  stopped: ${stopped}`;
-    }
-    const buckets = bucketSummary(cf.bucketState);
-    if (buckets) {
-      result.buckets = buckets;
-      result.text += `\n  buckets: ${buckets.map((b) => `${b.bucket} (sizes ${b.sizes.join(', ')})`).join('; ')}`;
-    }
-    if (opts.print !== false) console.log(result.text);
-    return result;
+    // a compiled generator (reads are asynchronous breaks): its report is complete when it settles
+    if (cf.isGeneratorFn && out instanceof Promise) return out.then(() => explained(cf, opts), (e) => explained(cf, opts, stoppedBy(e, cf)));
+    return explained(cf, opts);
   };
+}
+
+/**
+ * A break that cannot run (a synchronous read on webgpu) is reported, not thrown: explaining
+ * what happens is the point; other errors are the caller's.
+ */
+function stoppedBy(e: unknown, cf: CompiledFunction): string {
+  if (!(e instanceof KilnError) || !cf.report) throw e;
+  return `${e.name}: ${e.message.split('\n')[0]}`;
+}
+
+function explained(cf: CompiledFunction, opts: { print?: boolean }, stopped?: string): ExplainResult {
+  const r = cf.report!;
+  const result: ExplainResult = {
+    ...r,
+    graphCount: r.graphs.length,
+    graphBreakCount: r.breaks.length,
+    opsPerGraph: r.graphs.map((g) => g.ops),
+    text: formatExplain(r),
+  };
+  if (stopped) {
+    result.stopped = stopped;
+    result.text += `\n  stopped: ${stopped}`;
+  }
+  const buckets = bucketSummary(cf.bucketState);
+  if (buckets) {
+    result.buckets = buckets;
+    result.text += `\n  buckets: ${buckets.map((b) => `${b.bucket} (sizes ${b.sizes.join(', ')})`).join('; ')}`;
+  }
+  if (opts.print !== false) console.log(result.text);
+  return result;
 }
 
 export function formatExplain(r: CompileReport): string {

@@ -10,6 +10,7 @@ import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
 export { explain, type ExplainResult } from './explain.js';
 export { stats, type CompilerStats } from './stats.js';
 export { customOp, type CustomOpDef } from './custom-op.js';
+export { read, ReadRequest } from './async-read.js';
 export { markDynamic, markStatic } from './dynamic.js';
 export type { BucketSpec } from './bucket.js';
 export { GraphBreakError, RecompileError } from './errors.js';
@@ -41,11 +42,23 @@ export type CompiledModule<M extends ModuleLike> = ((...args: Parameters<M['forw
   warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
 };
 
+/**
+ * A compiled generator function (async-read.ts): reads inside it are explicit graph breaks
+ * (`const v = yield* kiln.read(t)`), so a call returns a Promise of what the generator returns.
+ */
+export type CompiledGenerator<A extends unknown[], R> = ((...args: A) => Promise<R>) & {
+  readonly compiled: CompiledFunction;
+  /** not supported for generators (their reads are awaited): call the function once with example inputs */
+  warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
+};
+
 function isModuleLike(x: unknown): x is ModuleLike {
   return typeof x === 'object' && x !== null && typeof (x as ModuleLike).forward === 'function';
 }
 
 /** Compiles a function or an nn.Module (which keeps sharing its parameters). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the generator's next-value type is whatever kiln.read resumes it with
+export function compile<A extends unknown[], R>(fn: (...args: A) => Generator<unknown, R, any>, opts?: CompileOptions): CompiledGenerator<A, R>;
 export function compile<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions): Compiled<F>;
 export function compile<M extends ModuleLike>(module: M, opts?: CompileOptions): CompiledModule<M>;
 export function compile(target: unknown, options: CompileOptions = {}): unknown {
@@ -54,13 +67,17 @@ export function compile(target: unknown, options: CompileOptions = {}): unknown 
     const m = target;
     const cf = new CompiledFunction((...a: unknown[]) => m.forward(...a), opts, m as never);
     const call = (...args: unknown[]) => cf.call(args);
-    return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => warmup(cf.name, call, s, () => cf.knownState()) });
+    return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
   }
   if (typeof target !== 'function') throw new ArgumentError(`compile expects a function or a module, got ${typeof target}`, 'compile');
   const cf = new CompiledFunction(target as (...a: unknown[]) => unknown, opts);
   const call = (...args: unknown[]) => cf.call(args);
   Object.defineProperty(call, 'name', { value: `compiled ${cf.name}` });
-  return Object.assign(call, { compiled: cf, warmup: (s: WarmupSpec) => warmup(cf.name, call, s, () => cf.knownState()) });
+  return Object.assign(call, { compiled: cf, warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
+}
+
+function generatorWarmupError(name: string): ArgumentError {
+  return new ArgumentError(`warmup is not supported for the compiled generator ${name}: its reads are awaited, so warm-up could not restore the state it changes`, 'warmup', 'call it once with example inputs at start-up (its segments are compiled then), or warm up a synchronous function without reads');
 }
 
 const DISABLED = Symbol('kiln.disabled');

@@ -7,6 +7,8 @@ export interface CompilerStats {
   compiles: number;
   recompiles: RecompileRecord[];
   graphBreaks: BreakRecord[];
+  /** explicit asynchronous reads (`yield* kiln.read(t)` in compiled generators): each ran the graph before it and read back */
+  asyncReads: number;
   /** calls that ran eagerly because of a recompile limit, a stance, or a disabled function */
   eagerFallbacks: number;
   fallbackReasons: string[];
@@ -74,7 +76,7 @@ export interface CacheStats {
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
+  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
 }
 
 export let counters: CompilerStats = fresh();

@@ -24,27 +24,63 @@ export function keep<T extends Disposable>(t: T): T {
 }
 
 export function scope<T>(fn: () => T, isTensor: (x: unknown) => x is Disposable): T {
-  const tracked = new Set<Disposable>();
-  stack.push(tracked);
+  const s = new SteppedScope();
+  s.enter();
   let result: T;
   try {
     result = fn();
   } catch (e) {
-    stack.pop();
-    for (const t of tracked) t.dispose();
+    s.exit();
+    s.abort();
     throw e;
   }
-  stack.pop();
+  s.exit();
   if (result instanceof Promise) {
     throw new TypeError('kiln.scope: the function returned a Promise; scopes are synchronous (await outside, or dispose by hand)');
   }
-  const returned = new Set<Disposable>();
-  collect(result, isTensor, returned, 0);
-  for (const t of tracked) {
-    if (returned.has(t)) track(t);
-    else t.dispose();
+  return s.close(result, isTensor);
+}
+
+/**
+ * A scope over several synchronous stretches of code: a compiled generator's call, entered
+ * while its code runs between reads. What was made inside is disposed at close, except what
+ * the result holds or keep() marked.
+ */
+export class SteppedScope {
+  private readonly tracked = new Set<Disposable>();
+
+  enter(): void {
+    stack.push(this.tracked);
   }
-  return result;
+
+  exit(): void {
+    if (stack[stack.length - 1] !== this.tracked) throw new Error('kiln internal: scopes closed out of order');
+    stack.pop();
+  }
+
+  /** Moves a tensor made outside (before the scope was entered) into this scope. */
+  adopt(t: Disposable): void {
+    untrack(t);
+    this.tracked.add(t);
+  }
+
+  /** Disposes what was made inside except what `result` holds; the result joins the enclosing scope. */
+  close<T>(result: T, isTensor: (x: unknown) => x is Disposable): T {
+    const returned = new Set<Disposable>();
+    collect(result, isTensor, returned, 0);
+    for (const t of this.tracked) {
+      if (returned.has(t)) track(t);
+      else t.dispose();
+    }
+    this.tracked.clear();
+    return result;
+  }
+
+  /** Disposes everything made inside (the code threw). */
+  abort(): void {
+    for (const t of this.tracked) t.dispose();
+    this.tracked.clear();
+  }
 }
 
 function collect(x: unknown, isTensor: (x: unknown) => x is Disposable, into: Set<Disposable>, depth: number): void {

@@ -15,7 +15,11 @@ export interface MlpRun {
   backend: string;
 }
 
-export async function trainMlpSteps(dev: kiln.Backend | null, opts: { steps?: number; batch?: number; seed?: number } = {}): Promise<MlpRun> {
+/**
+ * `readLoss`: the step is a compiled generator that reads its loss (`yield* kiln.read`, an
+ * asynchronous graph break) and updates only when it is finite; the numbers must not change.
+ */
+export async function trainMlpSteps(dev: kiln.Backend | null, opts: { steps?: number; batch?: number; seed?: number; readLoss?: boolean } = {}): Promise<MlpRun> {
   const steps = opts.steps ?? 12, batch = opts.batch ?? 64, seed = opts.seed ?? 0;
   const cpu = new kiln.JsBackend();
   kiln.setDefaultBackend(cpu);
@@ -34,10 +38,21 @@ export async function trainMlpSteps(dev: kiln.Backend | null, opts: { steps?: nu
     kiln.manualSeed(seed);
     const model = new MlpClassifier(2, 64, data.classes);
     const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-    const step = kiln.compile(crossEntropyStep(model, opt), { name: 'mlp_step', backend: dev ? dev.name : 'js', fullgraph: true });
+    const backend = dev ? dev.name : 'js';
+    const step = kiln.compile(crossEntropyStep(model, opt), { name: 'mlp_step', backend, fullgraph: true });
+    const checkedStep = kiln.compile(function* checkedMlpStep(xb: kiln.Tensor, yb: kiln.Tensor) {
+      opt.zeroGrad();
+      const loss = kiln.crossEntropy(model.call(xb), yb);
+      const [l] = yield* kiln.read(loss);
+      if (Number.isFinite(l!)) {
+        loss.backward();
+        opt.step();
+      }
+      return loss;
+    }, { backend });
     const losses: number[] = [];
     for (let i = 0; i < steps; i++) {
-      const loss = kiln.scope(() => kiln.keep(step(xs[i]!, ys[i]!)));
+      const loss = opts.readLoss ? await checkedStep(xs[i]!, ys[i]!) : kiln.scope(() => kiln.keep(step(xs[i]!, ys[i]!)));
       losses.push((await loss.data())[0]!); // the asynchronous read works on every backend
       loss.dispose();
     }
