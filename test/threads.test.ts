@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as kiln from 'kiln';
 import { getThreadPool, planChunks, workerExecArgv } from '../src/backend/js/threads.js';
-import { outputPoolStats } from '../src/compiler/fused-program.js';
+import { outputPoolStats } from '../src/compiler/output-pool.js';
+import { ChunkControl, claimChunks, claimChunksSource, type ClaimChunks } from '../src/backend/js/chunk-protocol.js';
 
 function close(a: kiln.Tensor, b: kiln.Tensor, tol = 1e-5): void {
   const x = a.dataSync(), y = b.dataSync();
@@ -168,6 +169,41 @@ test('compiled outputs: a disposed output buffer is reused by a later call, a ke
   assert.notEqual(other.storage.buf, baseBuf);
   assert.deepEqual(view.dataSync(), viewData);
   [kept, view, other, x1, x2].forEach((t) => t.dispose());
+});
+
+test('chunk protocol: the claimChunks workers get as source text claims like the caller\'s over the shared control', () => {
+  const shipped = new Function('__name', `return ${claimChunksSource()};`)((f: unknown) => f) as ClaimChunks;
+  const control = new ChunkControl();
+  const m = control.open(7, 10, 65);
+  const ranges: string[] = [];
+  const record = (_: null, lo: number, hi: number) => void ranges.push(`${lo}-${hi}`);
+  // as a worker and the caller would: the first claims 3 chunks, the other the rest
+  let budget = 3;
+  const mine = shipped(control.ctl, m, () => null, (f, lo, hi) => {
+    if (budget-- <= 1) throw new Error('stop');
+    record(f, lo, hi);
+  });
+  assert.equal(mine, 7, 'the shipped copy ran (or failed) every chunk it claimed');
+  assert.equal(control.finish(m, (lo, hi) => record(null, lo, hi), true), 0, 'nothing left for the caller to claim');
+  // chunks 2..6 failed in the shipped copy and were rerun by the caller
+  assert.deepEqual(ranges.sort(), ['0-10', '10-20', '20-30', '30-40', '40-50', '50-60', '60-65']);
+  assert.equal(claimChunks(control.ctl, control.open(2, 5, 10), () => null, () => {}), 2, 'the next launch starts afresh');
+});
+
+test('dynamic programs recycle outputs as static ones do (js: 64 KiB and up), per size', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { dynamic: true });
+  const x4 = kiln.keep(kiln.randn([4, 8192])), x6 = kiln.keep(kiln.randn([6, 8192])); // 128 and 192 KiB outputs
+  const first = f(x4) as kiln.Tensor, buf = first.storage.buf;
+  first.dispose();
+  const r0 = outputPoolStats.reuses;
+  const other = f(x6) as kiln.Tensor;
+  assert.notEqual(other.storage.buf, buf, 'another size gets another buffer');
+  const again = f(x4) as kiln.Tensor;
+  assert.equal(again.storage.buf, buf, 'the disposed output of this size was reused');
+  assert.equal(outputPoolStats.reuses, r0 + 1);
+  assert.deepEqual(again.dataSync(), x4.mul(2).add(1).dataSync());
+  [other, again, x4, x6].forEach((t) => t.dispose());
 });
 
 test('kernel workers run in a process started with -e and --input-type=module (they take none of its options)', { skip: getThreadPool() ? false : 'no worker threads here' }, () => {

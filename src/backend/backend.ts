@@ -79,6 +79,15 @@ export interface Backend {
    */
   readonly syncReads?: boolean;
   syncReadError?(message: string, op: string, hint: string): Error;
+  /**
+   * Whether compiled programs recycle the output buffers this backend allocates for them
+   * (src/compiler/output-pool.ts): set where a fresh buffer is costly (zero-filled pages,
+   * page faults, garbage collection); outputs of at least `minBytes` then come back to their
+   * program once their tensors are gone and serve a later call. Absent: outputs are fresh and
+   * freed (e.g. an allocator that reuses freed memory itself), except under mode
+   * 'reduce-overhead', which recycles every output on every backend.
+   */
+  readonly outputRecycling?: { readonly minBytes: number };
 }
 
 /** a loop kernel (prepared), or an opaque step (its op and graph node) that runs `runOpaque` */

@@ -18,6 +18,7 @@ import { FusedProgram, planMemory, runOpaque, usedBuffers, type MemoryPlan } fro
 import { specializeTree, type Iota } from './dynamic-unify.js';
 import { symEval, type Sym } from './symbolic.js';
 import { log } from './logs.js';
+import { OutputPool } from './output-pool.js';
 
 /** Where symbol i is read at call time: dim `dim` of the program's input `input`. */
 export interface SymbolSource {
@@ -66,6 +67,8 @@ export class DynamicProgram {
   private readonly prepared: (PreparedKernel | null)[] | null = null;
   /** where scratch, constants, outputs and the sizes live (the kernel backend's heap for wasm) */
   private readonly mem: Backend;
+  /** outputs: fresh, or recycled where `mem` wants it and under reduce-overhead (output-pool.ts) */
+  private readonly outputs: OutputPool;
   /** per-size programs built for a kernel backend without symbolic sizes */
   specializations = 0;
 
@@ -80,6 +83,7 @@ export class DynamicProgram {
     const symbolic = !kb || kb.symbolicKernels === true;
     // a symbolic kernel backend allocates (as FusedProgram does): its kernels read in place
     this.mem = kb && symbolic ? kb : backend;
+    this.outputs = new OutputPool(this.mem, backend, opts.reuseOutputs === true);
     this.sizesBuf = this.mem.alloc('float64', Math.max(1, symbols.length), 'shared');
     this.plan = planMemory(lowered);
     this.used = usedBuffers(lowered);
@@ -167,10 +171,11 @@ export class DynamicProgram {
     });
     for (const { id, slot, output, dtype } of this.scratch) {
       if (slot >= 0 && !output) bufs[id] = this.slotBufs[slot]!;
+      else if (!output) bufs[id] = this.mem.alloc(dtype, Math.max(1, st.bufSizes[id]!), 'shared');
       else {
-        const buf = this.mem.alloc(dtype, Math.max(1, st.bufSizes[id]!), 'shared');
-        bufs[id] = buf;
-        if (output) storages.set(id, new Storage(this.backend, buf));
+        const s = this.outputs.output(id, dtype, Math.max(1, st.bufSizes[id]!));
+        bufs[id] = s.buf;
+        storages.set(id, s);
       }
     }
     const sizesData = (this.sizesBuf as JsBuffer).data as Float64Array;

@@ -1,7 +1,8 @@
 // A fused program: the scheduled kernels over planned buffers. Scratch buffers are
 // allocated once and reused by lifetime (and in place where an elementwise kernel's input
-// dies). Outputs belong to the caller: each call gets its own, but the buffer of an output
-// the caller disposed comes back to the program (OutputPool) and serves a later call.
+// dies). Outputs belong to the caller: each call gets its own, but where the kernel backend
+// asks for it (or under 'reduce-overhead') the buffer of an output the caller disposed comes
+// back to the program (output-pool.ts) and serves a later call.
 
 import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording } from '../backend/backend.js';
 import { itemSize, type DType } from '../core/dtype.js';
@@ -12,6 +13,7 @@ import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, type LoopKernel, type MatmulKernel } from './loop-ir.js';
 import { log } from './logs.js';
+import { OutputPool } from './output-pool.js';
 
 /** The cache blockings max-autotune tries on each matmul (the first is the default). */
 const MATMUL_TILE_CANDIDATES = [
@@ -105,14 +107,12 @@ export class FusedProgram {
   readonly plan: MemoryPlan;
   /** scratch buffers bound to a planned slot, and those allocated on every call (outputs) */
   private readonly slotted: [number, number][] = [];
-  private readonly perCall: { id: number; dtype: DType; size: number; output: boolean; pooled: boolean }[] = [];
+  private readonly perCall: { id: number; dtype: DType; size: number; output: boolean }[] = [];
   /** inputs the program writes (in-place updates): their storage version moves, as in eager */
   private readonly writtenInputs: number[];
 
-  /** output buffers whose tensors were disposed, ready for a later call (see OutputPool) */
-  private readonly outputPool: OutputPool | null;
-  /** reduce-overhead: every output is recycled; otherwise only those OutputPool.worthPooling */
-  private readonly recycleAll: boolean;
+  /** outputs: fresh, or recycled where the kernel backend wants it and under reduce-overhead */
+  private readonly outputs: OutputPool;
   /** prepares and launches the loop kernels (`backend` unless another one shares its buffers, e.g. native) */
   readonly kernelBackend: Backend;
   /** reduce-overhead on a backend that prerecords (webgpu): the steps' prerecorded state */
@@ -125,8 +125,7 @@ export class FusedProgram {
     opts: { reuseOutputs?: boolean; autotune?: boolean; kernelBackend?: Backend } = {},
   ) {
     const kb = (this.kernelBackend = opts.kernelBackend ?? backend);
-    this.recycleAll = opts.reuseOutputs === true;
-    this.outputPool = this.recycleAll || OutputPool.recyclesByDefault(kb) ? new OutputPool(kb, this.recycleAll ? 4 : 2) : null;
+    this.outputs = new OutputPool(kb, backend, opts.reuseOutputs === true);
     // max-autotune: a kernel backend with its own tuner (webgpu: measured on the device,
     // asynchronously, src/backend/webgpu/autotune.ts) gets the program, also when it comes from the
     // persistent cache (its stored `autotuned` decisions say it was compiled for max-autotune);
@@ -150,8 +149,7 @@ export class FusedProgram {
       if (b.kind !== 'scratch' || !(used.has(b.id) || outputBufs.has(b.id))) continue;
       const slot = this.plan.slotOf[b.id]!;
       const output = outputBufs.has(b.id);
-      const pooled = output && this.outputPool !== null && (this.recycleAll || OutputPool.worthPooling(b.dtype, b.size));
-      if (output || slot === -1) this.perCall.push({ id: b.id, dtype: b.dtype, size: b.size, output, pooled });
+      if (output || slot === -1) this.perCall.push({ id: b.id, dtype: b.dtype, size: b.size, output });
       else this.slotted.push([b.id, slot]);
     }
     const written = new Set(lowered.steps.flatMap(stepWrites));
@@ -159,7 +157,7 @@ export class FusedProgram {
     const n = lowered.buffers.length;
     this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: kb.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
     kb.flush?.();
-    if (this.recycleAll && kb.recordProgram) {
+    if (opts.reuseOutputs === true && kb.recordProgram) {
       const variable = [...lowered.inputBuffers, ...this.perCall.map((b) => b.id)];
       this.recording = kb.recordProgram(this.planned.map((p) => (p.step.kind === 'opaque' ? { op: p.step.node.op, node: p.step.node.id } : { prepared: p.prepared! })), variable);
       this.logRecording();
@@ -191,13 +189,10 @@ export class FusedProgram {
     for (const [id, buf] of this.constants) bufs[id] = buf;
     for (const [id, slot] of this.slotted) bufs[id] = this.scratch[slot]!;
     for (const b of this.perCall) {
-      const pool = b.pooled ? this.outputPool : null;
-      const buf = pool?.take(b.id) ?? this.kernelBackend.alloc(b.dtype, b.size, 'shared');
-      bufs[b.id] = buf;
-      if (b.output) {
-        const st = new Storage(this.backend, buf);
-        // back to the pool only when the last tensor on this storage lets go (a kept output never is)
-        if (pool) st.recycle = (x) => pool.give(b.id, x);
+      if (!b.output) bufs[b.id] = this.kernelBackend.alloc(b.dtype, b.size, 'shared');
+      else {
+        const st = this.outputs.output(b.id, b.dtype, b.size);
+        bufs[b.id] = st.buf;
         storages.set(b.id, st);
       }
     }
@@ -294,58 +289,6 @@ function autotune(l: Lowered, backend: Backend): void {
       reason: `${k.name} [${k.m}x${k.k}]@[${k.k}x${k.n}]: kc=${best.tiles.kc} mc=${best.tiles.mc} nc=${best.tiles.nc} (${results.map((r) => `${r.tiles.kc}/${r.tiles.mc}/${r.tiles.nc}: ${r.ms.toFixed(2)} ms`).join(', ')}; ${hi} rows timed)`,
     });
     bufs.forEach((b) => backend.free(b));
-  }
-}
-
-/** Counters (tests, benchmarks): output buffers served from a program's pool, and given back to one. */
-export const outputPoolStats = { reuses: 0, recycled: 0 };
-
-/**
- * Spare output buffers of one program, by logical buffer id. A fresh output on the JS backend
- * is a new SharedArrayBuffer: zero-filled, page-faulted on first touch (~88 ms per steady W6
- * call), so a buffer whose tensors were all disposed (Storage.recycle) serves a later call of
- * the same program instead. Bounded per id; the overflow is freed through the backend (a wasm
- * heap region must be released, not dropped).
- */
-export class OutputPool {
-  private readonly spare = new Map<number, BackendBuffer[]>();
-  constructor(
-    private readonly mem: Backend,
-    private readonly perBuffer: number,
-  ) {}
-
-  /**
-   * Recycled by default only where outputs are otherwise fresh memory: the JS backend. The
-   * wasm heap reuses freed regions itself (a spare held here would only raise its peak), and
-   * native keeps its own pool of program buffers (../backend/native/buffer-pool.ts).
-   */
-  static recyclesByDefault(mem: Backend): boolean {
-    return mem.name === 'js';
-  }
-
-  /** Below 64 KiB a fresh buffer is cheap (as the native pool's floor); those stay fresh by default. */
-  static worthPooling(dtype: DType, size: number): boolean {
-    return size * itemSize(dtype) >= 64 * 1024;
-  }
-
-  /**
-   * A disposed output's buffer of this id, if one is spare. An id's size is fixed for the
-   * program, so every spare of the id fits.
-   */
-  take(id: number): BackendBuffer | undefined {
-    const buf = this.spare.get(id)?.pop();
-    if (buf) outputPoolStats.reuses++;
-    return buf;
-  }
-
-  give(id: number, buf: BackendBuffer): void {
-    let list = this.spare.get(id);
-    if (!list) this.spare.set(id, (list = []));
-    if (list.includes(buf)) return;
-    if (list.length < this.perBuffer) {
-      list.push(buf);
-      outputPoolStats.recycled++;
-    } else this.mem.free(buf);
   }
 }
 

@@ -267,26 +267,58 @@ export function printKernel(k: LoopKernel): string {
   return L.join('\n');
 }
 
-/** Every buffer a kernel reads. */
+// ---- walking a kernel's expressions (the one walker: renderers and passes use these) ----
+
+/** A leaf of an expression: what `op` and `cast` nodes combine. */
+export type LLeaf = Exclude<LExpr, { readonly k: 'op' | 'cast' }>;
+export type LLoad = Extract<LExpr, { readonly k: 'load' }>;
+
+/** Whether `p` holds for some leaf of `e` (loads, constants, temporaries, ...), in evaluation order; stops at the first. */
+export function someLeaf(e: LExpr, p: (leaf: LLeaf) => boolean): boolean {
+  if (e.k === 'op') return e.a.some((x) => someLeaf(x, p));
+  if (e.k === 'cast') return someLeaf(e.a, p);
+  return p(e);
+}
+
+/** Calls `f` on every leaf of `e`, in evaluation order. */
+export function forEachLeaf(e: LExpr, f: (leaf: LLeaf) => void): void {
+  someLeaf(e, (x) => (f(x), false));
+}
+
+/** Every load of `e`, in evaluation order, appended to `out`. */
+export function exprLoads(e: LExpr, out: LLoad[] = []): LLoad[] {
+  forEachLeaf(e, (x) => {
+    if (x.k === 'load') out.push(x);
+  });
+  return out;
+}
+
+/**
+ * Every expression a kernel evaluates: statements, reduced values and stored values (a group's
+ * parts in order). A matmul's operands A and B are read by the engine, not by an expression.
+ */
+export function kernelExprs(k: LoopKernel): LExpr[] {
+  if (k.kind === 'group') return k.parts.flatMap(kernelExprs);
+  const stmts = (b: readonly Stmt[]) => b.map((s) => s.e);
+  const values = (st: readonly Store[]) => st.map((x) => x.value);
+  if (k.kind === 'row') {
+    return [...k.reductions.flatMap((r) => [...stmts(r.body), r.value]), ...stmts(k.outerBody), ...values(k.outerStores), ...stmts(k.rowBody), ...values(k.rowStores)];
+  }
+  return [...stmts(k.body), ...values(k.stores)];
+}
+
+/** Every load a kernel's expressions make (see kernelExprs). */
+export function kernelLoadExprs(k: LoopKernel): LLoad[] {
+  const out: LLoad[] = [];
+  for (const e of kernelExprs(k)) exprLoads(e, out);
+  return out;
+}
+
+/** Every buffer a kernel reads (a matmul's operands included). */
 export function kernelLoads(k: LoopKernel): Set<number> {
   const out = new Set<number>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.add(e.buf);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  const stmts = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
-  const stores = (s: readonly Store[]) => s.forEach((x) => visit(x.value));
-  if (k.kind === 'group') k.parts.forEach((p) => kernelLoads(p).forEach((b) => out.add(b)));
-  else if (k.kind === 'pointwise') (stmts(k.body), stores(k.stores));
-  else if (k.kind === 'row') {
-    for (const r of k.reductions) (stmts(r.body), visit(r.value));
-    stmts(k.outerBody), stores(k.outerStores), stmts(k.rowBody), stores(k.rowStores);
-  } else {
-    out.add(k.a.buf);
-    out.add(k.b.buf);
-    stmts(k.body), stores(k.stores);
-  }
+  if (k.kind === 'matmul') (out.add(k.a.buf), out.add(k.b.buf));
+  for (const l of kernelLoadExprs(k)) out.add(l.buf);
   return out;
 }
 
@@ -317,23 +349,9 @@ export function specializeKernel<K extends LoopKernel>(k: K, sizes: readonly num
 /** Every buffer's dtype in a kernel (from its loads and stores; a matmul's operands are its dtype). */
 export function bufferDTypes(k: LoopKernel): Map<number, DType> {
   const out = new Map<number, DType>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.set(e.buf, e.dtype);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  const stmts = (b: readonly Stmt[]) => b.forEach((s) => visit(s.e));
-  if (k.kind === 'group') k.parts.forEach((p) => bufferDTypes(p).forEach((d, b) => out.set(b, d)));
-  else if (k.kind === 'pointwise') stmts(k.body);
-  else if (k.kind === 'row') {
-    for (const r of k.reductions) (stmts(r.body), visit(r.value));
-    stmts(k.outerBody), stmts(k.rowBody);
-  } else {
-    stmts(k.body);
-    if (!out.has(k.a.buf)) out.set(k.a.buf, k.dtype);
-    if (!out.has(k.b.buf)) out.set(k.b.buf, k.dtype);
-  }
-  for (const s of kernelStores(k)) (visit(s.value), out.set(s.buf, s.dtype));
+  for (const l of kernelLoadExprs(k)) out.set(l.buf, l.dtype);
+  if (k.kind === 'matmul') for (const b of [k.a.buf, k.b.buf]) if (!out.has(b)) out.set(b, k.dtype);
+  for (const s of kernelStores(k)) out.set(s.buf, s.dtype);
   return out;
 }
 
@@ -371,14 +389,13 @@ export function sharedStmts(group: readonly Reduction[], all: readonly Reduction
   const own = new Set(group.flatMap((r) => r.body.map((s) => s.id)));
   const defs = new Map(all.flatMap((r) => r.body.map((s) => [s.id, s] as const)));
   const need = new Map<number, Stmt>();
-  const visit = (e: LExpr): void => {
-    if (e.k === 'tmp' && !own.has(e.id) && !need.has(e.id) && defs.has(e.id)) {
-      const st = defs.get(e.id)!;
+  const visit = (e: LExpr): void =>
+    forEachLeaf(e, (x) => {
+      if (x.k !== 'tmp' || own.has(x.id) || need.has(x.id) || !defs.has(x.id)) return;
+      const st = defs.get(x.id)!;
       visit(st.e);
-      need.set(e.id, st);
-    } else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
+      need.set(x.id, st);
+    });
   group.forEach((r) => (r.body.forEach((s) => visit(s.e)), visit(r.value)));
   return [...need.values()];
 }

@@ -20,7 +20,7 @@ import { BINARY_OPS, TERNARY_OPS, UNARY_OPS, type ScalarOp } from '../backend/sc
 import type { PointwiseAttrs } from '../ops/pointwise.js';
 import type { Graph, GraphNode } from './graph.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseKernel, RowKernel, Stmt, Store } from './loop-ir.js';
-import { kernelLoads, kernelStores } from './loop-ir.js';
+import { kernelLoadExprs, kernelLoads, kernelStores, someLeaf } from './loop-ir.js';
 
 const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]);
 const VIEWS = new Set(['reshape', 'permute', 'expand', 'slice']);
@@ -308,10 +308,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   }
 
   function dependsOnStage(e: LExpr, s: Stage): boolean {
-    if (e.k === 'tmp') return s.stmts.some((x) => x.id === e.id);
-    if (e.k === 'op') return e.a.some((x) => dependsOnStage(x, s));
-    if (e.k === 'cast') return dependsOnStage(e.a, s);
-    return false;
+    return someLeaf(e, (x) => x.k === 'tmp' && s.stmts.some((st) => st.id === x.id));
   }
 
   function pointwiseExpr(n: GraphNode, acc: readonly Affine[], ctx: KernelCtx, stage: Stage): LExpr {
@@ -671,7 +668,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
     const store = kernelStores(k).find((x) => x.buf === bv)!;
     if (kernelStores(k).some((x) => x.buf === bt)) return false;
     if (k.kind === 'matmul' && (k.a.buf === bt || k.b.buf === bt)) return false;
-    if (!loadsOf(k).every((l) => l.buf !== bt || sameAff(l.at, store.at))) return false;
+    if (!kernelLoadExprs(k).every((l) => l.buf !== bt || sameAff(l.at, store.at))) return false;
     for (let i = at + 1; i < steps.length; i++) {
       const st = steps[i]!;
       const reads = st.kind === 'kernel' ? kernelLoads(st.kernel) : new Set(st.inputs.map((v) => v.buf));
@@ -702,10 +699,7 @@ function expand(e: LExpr, defs: ReadonlyMap<number, LExpr>): LExpr {
 const exprText = (e: LExpr): string => JSON.stringify(e);
 
 function usesRed(e: LExpr, id: number): boolean {
-  if (e.k === 'red') return e.id === id;
-  if (e.k === 'op') return e.a.some((x) => usesRed(x, id));
-  if (e.k === 'cast') return usesRed(e.a, id);
-  return false;
+  return someLeaf(e, (x) => x.k === 'red' && x.id === id);
 }
 
 /**
@@ -745,25 +739,6 @@ function detectOnline(k: RowKernel, n: number): string | null {
     }
   }
   return null;
-}
-
-/** Every load in a kernel with its index. */
-function loadsOf(k: LoopKernel): { buf: number; at: Affine }[] {
-  const out: { buf: number; at: Affine }[] = [];
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.push({ buf: e.buf, at: e.at });
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  const stmts = (b: readonly Stmt[]) => b.forEach((x) => visit(x.e));
-  if (k.kind === 'group') k.parts.forEach((p) => out.push(...loadsOf(p)));
-  else if (k.kind === 'pointwise') (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
-  else if (k.kind === 'row') {
-    for (const r of k.reductions) (stmts(r.body), visit(r.value));
-    stmts(k.outerBody), stmts(k.rowBody);
-    [...k.outerStores, ...k.rowStores].forEach((x) => visit(x.value));
-  } else (stmts(k.body), k.stores.forEach((x) => visit(x.value)));
-  return out;
 }
 
 /** Elements a strided tensor reaches in its buffer (offset included). */

@@ -23,9 +23,16 @@ const PARALLEL_WORK = 1 << 17;
  * compiled programs allocate theirs shared, and move inputs there on first parallel use.
  */
 
+/**
+ * Compiled programs recycle outputs of 64 KiB or more (Backend.outputRecycling): a fresh one is
+ * a new SharedArrayBuffer, zero-filled and page-faulted on first touch (~88 ms per steady W6
+ * call); below that V8's allocation is cheap.
+ */
+export const JS_OUTPUT_RECYCLING = { minBytes: 64 * 1024 } as const;
+
 export class JsBuffer implements BackendBuffer {
   constructor(readonly dtype: DType, public data: TypedArray) {}
-  /** set by a backend that moved the data into memory it manages (the wasm heap): gives it back */
+  /** set by a backend that moved the data into memory it manages (the wasm heap): gives it back (JsBackend.free) */
   release?: () => void;
   get size(): number {
     return this.data.length;
@@ -53,6 +60,7 @@ const data = (v: ViewArg): TypedArray => (v.buf as JsBuffer).data;
 
 export class JsBackend implements Backend {
   readonly name = 'js';
+  readonly outputRecycling = JS_OUTPUT_RECYCLING;
   private readonly prepared = new Map<string, JsKernel>();
 
   alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {

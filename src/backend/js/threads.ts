@@ -4,7 +4,8 @@
 // caller then blocks until every claimed chunk is done. Fixed 1/T shares made every call wait
 // for the slowest thread, and on a shared machine a thread descheduled for a while made 2
 // threads match or lose to 1; with chunks, the threads that run take the work of one that
-// does not. Each launch is still one message per worker.
+// does not. Each launch is still one message per worker. The control both pools share (this
+// one and the wasm pool's) and its launch protocol are chunk-protocol.ts.
 // Eager kernels stay on the calling thread: eager mode is the simple, debuggable baseline.
 //
 // Workers rebuild kernels from their generated source; the helpers kernels call (erf, fast
@@ -12,6 +13,7 @@
 
 import type { TypedArray } from '../../core/dtype.js';
 import { splitsBatch, type LoopKernel } from '../../compiler/loop-ir.js';
+import { ChunkControl, claimChunksSource, CTL_SLOTS, MAX_CHUNKS } from './chunk-protocol.js';
 import { createFastMath } from './fast-math.js';
 import { createMatmul } from './matmul.js';
 import { erf, relu32, roundHalfEven } from './render-scalar.js';
@@ -36,7 +38,7 @@ const { fastExp, fastTanh } = (${createFastMath.toString()})();
 const createMatmul = ${createMatmul.toString()};
 const matmul2d = createMatmul();
 const ctl = new Int32Array(workerData.ctl);
-const claimChunks = ${claimChunks.toString()};
+const claimChunks = ${claimChunksSource()};
 const kernels = new Map();
 const sources = new Map();
 const build = (id) => {
@@ -75,48 +77,8 @@ matmul2d.prepare();
 const CHUNKS_PER_THREAD = 4;
 /** Least work (elements or multiply-adds) worth a chunk: claiming one costs a compare-and-swap. */
 const MIN_CHUNK_WORK = 1 << 15;
-/** ctl layout shared by both pools (claimChunks is shipped to workers as text, so it spells these out) */
-const NEXT = 0, DONE = 1, FAILS = 2, FAILED = 4, IDX_BITS = 12, MAX_CHUNKS = (1 << IDX_BITS) - 1;
-/** first slot of the JS pool's "worker w booted" flags (after the failed-chunk list) */
-const BOOTED = FAILED + MAX_CHUNKS + 1;
-/** ctl slots a pool needs before its own extras */
-export const CTL_SLOTS = BOOTED;
-
-/** What a worker needs to find its chunks: [c * size, min(extent, (c + 1) * size)) for c < chunks. */
-export interface ChunkMsg {
-  readonly epoch: number;
-  readonly chunks: number;
-  readonly size: number;
-  readonly extent: number;
-}
-
-/**
- * Claims and runs chunks of launch `m` until none is left (workers and the caller alike);
- * returns how many this thread ran. ctl[NEXT] holds epoch << 12 | next chunk: a worker that
- * reads a launch's message late, after the caller has moved on, sees another epoch and claims
- * nothing, so it cannot run an old kernel over a new launch's chunks. A failed chunk is listed
- * (ctl[FAILED + i]) for the caller to rerun, where the real error surfaces with its message.
- * Self-contained: workers get it as source text.
- */
-export function claimChunks<F>(ctl: Int32Array, m: ChunkMsg, get: () => F, run: (fn: F, lo: number, hi: number) => void): number {
-  let fn: F | undefined;
-  let n = 0;
-  for (;;) {
-    const v = Atomics.load(ctl, 0);
-    if (v >>> 12 !== m.epoch || (v & 4095) >= m.chunks) return n;
-    if (Atomics.compareExchange(ctl, 0, v, v + 1) !== v) continue;
-    const c = v & 4095, lo = c * m.size, hi = Math.min(m.extent, lo + m.size);
-    try {
-      if (fn === undefined) fn = get();
-      run(fn, lo, hi);
-    } catch {
-      Atomics.store(ctl, 4 + Atomics.add(ctl, 2, 1), c);
-    }
-    n++;
-    // only the last chunk wakes the caller (a notify per chunk would be a syscall each)
-    if (Atomics.add(ctl, 1, 1) + 1 === m.chunks) Atomics.notify(ctl, 1);
-  }
-}
+/** the JS pool's own control slots (after the protocol's): [BOOTED + w] worker w has booted */
+const BOOTED = CTL_SLOTS;
 
 /**
  * Cuts [0, extent) into chunks: about CHUNKS_PER_THREAD per thread, in multiples of `grain`
@@ -151,11 +113,10 @@ export class ThreadPool {
   private readonly workers: WorkerLike[] = [];
   private readonly sent: Set<number>[] = [];
   private readonly ids = new Map<string, number>();
-  /** the claim counter, done count and failed chunks (see claimChunks), then [BOOTED + w] worker w has booted */
-  private readonly ctl: Int32Array;
-  /** workers known to have booted (read from ctl until they have) */
+  /** the launch protocol's control (chunk-protocol.ts), then [BOOTED + w] worker w has booted */
+  private readonly control: ChunkControl;
+  /** workers known to have booted (read from the control until they have) */
   private readonly ready: boolean[] = [];
-  private epoch = 0;
   /** kernels run split across threads so far */
   launches = 0;
   /** chunks run so far, and how many of them the calling thread ran */
@@ -166,9 +127,9 @@ export class ThreadPool {
     wt: WorkerThreads,
     readonly threads: number,
   ) {
-    this.ctl = new Int32Array(new SharedArrayBuffer(4 * (CTL_SLOTS + threads)));
+    this.control = new ChunkControl(threads);
     for (let i = 0; i < threads - 1; i++) {
-      const w = new wt.Worker(workerSource(), { eval: true, workerData: { ctl: this.ctl.buffer, index: i }, execArgv: workerExecArgv() });
+      const w = new wt.Worker(workerSource(), { eval: true, workerData: { ctl: this.control.ctl.buffer, index: i }, execArgv: workerExecArgv() });
       this.ready.push(false);
       w.unref?.(); // an idle pool never keeps the process alive
       this.workers.push(w);
@@ -215,7 +176,7 @@ export class ThreadPool {
     // only booted workers get the message: a worker takes ~60 ms (more on a loaded machine) to
     // start; one that boots later would find the chunks gone anyway
     const workers: number[] = [];
-    for (let w = 0; w < this.workers.length; w++) if (this.ready[w] || (this.ready[w] = Atomics.load(this.ctl, BOOTED + w) === 1)) workers.push(w);
+    for (let w = 0; w < this.workers.length; w++) if (this.ready[w] || (this.ready[w] = Atomics.load(this.control.ctl, BOOTED + w) === 1)) workers.push(w);
     const { size, chunks } = planChunks(extent, 1 + workers.length, grain ?? Math.ceil(extent / (1 + workers.length)));
     this.chunks += chunks;
     if (chunks <= 1 || workers.length === 0) {
@@ -229,25 +190,13 @@ export class ThreadPool {
       for (const i of used) only[i] = bufs[i];
       posted = only;
     }
-    // the previous launch's chunks are all done (its caller waited), so no thread touches these now
-    this.epoch = (this.epoch + 1) & ((1 << (32 - IDX_BITS)) - 1);
-    const m: ChunkMsg = { epoch: this.epoch, chunks, size, extent };
-    Atomics.store(this.ctl, DONE, 0);
-    Atomics.store(this.ctl, FAILS, 0);
-    Atomics.store(this.ctl, NEXT, this.epoch << IDX_BITS);
+    const m = this.control.open(chunks, size, extent);
     for (const w of workers) {
       const first = !this.sent[w]!.has(id);
       this.sent[w]!.add(id);
       this.workers[w]!.postMessage({ id, src: first ? source : undefined, bufs: posted, ...m });
     }
-    this.callerChunks += claimChunks(this.ctl, m, () => fn, (f, lo, hi) => f(bufs, lo, hi));
-    for (let v = Atomics.load(this.ctl, DONE); v !== chunks; v = Atomics.load(this.ctl, DONE)) Atomics.wait(this.ctl, DONE, v, 1000);
-    // rerun failed chunks on this thread so the real error surfaces with its message
-    const failed = Atomics.load(this.ctl, FAILS);
-    for (let i = 0; i < failed; i++) {
-      const c = Atomics.load(this.ctl, FAILED + i);
-      fn(bufs, c * size, Math.min(extent, (c + 1) * size));
-    }
+    this.callerChunks += this.control.finish(m, (lo, hi) => fn(bufs, lo, hi), true);
   }
 }
 

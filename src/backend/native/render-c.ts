@@ -28,7 +28,7 @@
 import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { bufferDTypes, kernelExtent, kernelExtentWorkSym, kernelWork, sharedStmts, splitsBatch, symProd } from '../../compiler/loop-ir.js';
+import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStores, kernelWork, sharedStmts, splitsBatch, symProd } from '../../compiler/loop-ir.js';
 import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
 import { CSizes } from './sizes-c.js';
@@ -391,11 +391,7 @@ function stores(em: CEmitter, list: readonly Store[]): void {
 
 function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly LExpr[] = []): Affine[] {
   const out = new Map<string, Affine>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.set(affKey(e.at), e.at);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
+  const visit = (e: LExpr) => exprLoads(e).forEach((l) => out.set(affKey(l.at), l.at));
   for (const s of body) visit(s.e);
   for (const s of sts) {
     out.set(affKey(s.at), s.at);
@@ -501,15 +497,8 @@ function sameIndexOnly(body: readonly Stmt[], sts: readonly Store[]): boolean {
     if ((at.get(st.buf) ?? key) !== key) return false;
     at.set(st.buf, key);
   }
-  let ok = true;
-  const visit = (e: LExpr): void => {
-    if (e.k === 'load') ok &&= !at.has(e.buf) || at.get(e.buf) === affKey(e.at);
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
-  body.forEach((st) => visit(st.e));
-  sts.forEach((st) => visit(st.value));
-  return ok;
+  const sameIndex = (e: LExpr) => exprLoads(e).every((l) => !at.has(l.buf) || at.get(l.buf) === affKey(l.at));
+  return body.every((st) => sameIndex(st.e)) && sts.every((st) => sameIndex(st.value));
 }
 
 function renderPointwise(k: PointwiseKernel, em: CEmitter, ranged: boolean): void {
@@ -692,6 +681,7 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   const flag = (x: boolean | string) => (typeof x === 'string' ? x : x ? '1' : '0');
   const ctx = `${fname}_ctx`;
   const epiWritten = new Set(epiStores.map((s) => s.buf));
+  const loadsIn = (e: LExpr) => exprLoads(e).map((l) => l.buf);
   const epiBufs = [...new Set([...k.body.flatMap((s) => loadsIn(s.e)), ...epiStores.flatMap((s) => [s.buf, ...loadsIn(s.value)])])].sort((x, y) => x - y);
   const epiType = (b: number) => `${epiWritten.has(b) ? '' : 'const '}${STORAGE[dts.get(b)!]} *`;
   if (hasEpi) {
@@ -770,13 +760,6 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
   em.emit('}');
 }
 
-function loadsIn(e: LExpr): number[] {
-  if (e.k === 'load') return [e.buf];
-  if (e.k === 'op') return e.a.flatMap(loadsIn);
-  if (e.k === 'cast') return loadsIn(e.a);
-  return [];
-}
-
 // ---------------------------------------------------------------- entry points
 
 export interface Param {
@@ -806,7 +789,7 @@ export const MAX_DIRECT_BUFFERS = 62;
 /** Renders one kernel as a C function `void fname(T *bI..., int64_t lo, int64_t hi)`. */
 export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   const dts = bufferDTypes(k);
-  const written = new Set((k.kind === 'group' ? k.parts.flatMap((p) => p.stores) : k.kind === 'row' ? [...k.outerStores, ...k.rowStores] : k.stores).map((s) => s.buf));
+  const written = new Set(kernelStores(k).map((s) => s.buf));
   // a dynamic kernel also takes its sizes buffer (float64 s0, s1, ...; read at entry)
   if (k.sizes) dts.set(k.sizes.buf, 'float64');
   const params: Param[] = [...dts.entries()].sort((a, b) => a[0] - b[0]).map(([buf, dtype]) => ({ buf, dtype, written: written.has(buf) }));

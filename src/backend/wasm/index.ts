@@ -119,6 +119,8 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     return this.pool?.threads ?? 1;
   }
 
+  // No `outputRecycling`: the heap reuses a freed output's region itself (first fit), so a
+  // spare held for the program's next call would only raise the heap's peak.
   alloc(dtype: DType, size: number): BackendBuffer {
     return this.heap.allocBuffer((data) => new JsBuffer(dtype, data), dtype, size);
   }

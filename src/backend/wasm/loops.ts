@@ -3,7 +3,7 @@
 // innermost loop is rendered with f32x4 when the body allows it (four elements a step, then
 // one partial vector whose stores are lane by lane), else one element a step.
 
-import type { Affine, LExpr, Stmt, Store } from '../../compiler/loop-ir.js';
+import { exprLoads, type Affine, type LExpr, type Stmt, type Store } from '../../compiler/loop-ir.js';
 import { Op } from './opcodes.js';
 import { accessKey, Gen, NotVectorizable, SIZE, type Access } from './gen.js';
 import type { Sym } from '../../compiler/symbolic.js';
@@ -18,11 +18,7 @@ export interface Dim {
 /** Every load and store of some statements, deduplicated by (buffer, index). */
 export function accessesOf(body: readonly Stmt[], stores: readonly Store[], extra: readonly LExpr[] = []): Access[] {
   const out = new Map<string, Access>();
-  const visit = (e: LExpr) => {
-    if (e.k === 'load') out.set(accessKey(e), { buf: e.buf, at: e.at, dtype: e.dtype });
-    else if (e.k === 'op') e.a.forEach(visit);
-    else if (e.k === 'cast') visit(e.a);
-  };
+  const visit = (e: LExpr) => exprLoads(e).forEach((l) => out.set(accessKey(l), { buf: l.buf, at: l.at, dtype: l.dtype }));
   body.forEach((s) => visit(s.e));
   for (const s of stores) {
     out.set(accessKey(s), { buf: s.buf, at: s.at, dtype: s.dtype });

@@ -1,13 +1,15 @@
 // A pool of threads running wasm kernels over the shared heap: each worker instantiates a
 // program's module against the same WebAssembly.Memory and runs [lo, hi) chunks of a
 // kernel's split loop, claimed from a shared Atomics counter by every thread, the caller
-// included, which then waits until all are done (as ../js/threads.ts, whose claimChunks and
-// planChunks both pools share: a descheduled thread's share goes to the threads that run). Node: worker_threads; browsers: Web Workers (module workers
-// need cross-origin isolation for shared memory, without which the heap is not shared and
-// no pool is made).
+// included, which then waits until all are done: the launch protocol of ../js/chunk-protocol.ts
+// and the chunk plan of ../js/threads.ts, both shared with the JS pool (a descheduled thread's
+// share goes to the threads that run). Node: worker_threads; browsers: Web Workers (module
+// workers need cross-origin isolation for shared memory, without which the heap is not shared
+// and no pool is made).
 
 import { mathImportsSource } from './imports.js';
-import { claimChunks, CTL_SLOTS, planChunks, workerExecArgv, type ChunkMsg } from '../js/threads.js';
+import { planChunks, workerExecArgv } from '../js/threads.js';
+import { ChunkControl, claimChunksSource } from '../js/chunk-protocol.js';
 
 interface WorkerLike {
   postMessage(m: unknown): void;
@@ -20,7 +22,7 @@ function workerBody(): string {
   return `
 const __name = (f) => f;
 const math = ${mathImportsSource()};
-const claimChunks = ${claimChunks.toString()};
+const claimChunks = ${claimChunksSource()};
 let memory = null, ctl = null;
 const modules = new Map(), instances = new Map();
 function instance(m) {
@@ -39,9 +41,8 @@ function handle(m) {
 export class WasmPool {
   private readonly workers: WorkerLike[] = [];
   private readonly sent: Set<number>[] = [];
-  /** the claim counter, done count and failed chunks (see claimChunks) */
-  private readonly ctl = new Int32Array(new SharedArrayBuffer(4 * CTL_SLOTS));
-  private epoch = 0;
+  /** the launch protocol's control (chunk-protocol.ts) */
+  private readonly control = new ChunkControl();
   /** the main thread may block (Node); a browser's main thread must spin */
   private readonly canWait: boolean;
   launches = 0;
@@ -54,7 +55,7 @@ export class WasmPool {
     for (let i = 0; i < threads - 1; i++) {
       const w = spawn(workerBody());
       w.unref?.(); // an idle pool never keeps the process alive
-      w.postMessage({ init: { memory, ctl: this.ctl.buffer } });
+      w.postMessage({ init: { memory, ctl: this.control.ctl.buffer } });
       this.workers.push(w);
       this.sent.push(new Set());
     }
@@ -76,26 +77,14 @@ export class WasmPool {
       local(0, extent, scratch[0]!);
       return;
     }
-    // the previous launch's chunks are all done (its caller waited), so no thread touches these now
-    this.epoch = (this.epoch + 1) & 0xfffff;
-    const m: ChunkMsg = { epoch: this.epoch, chunks, size, extent };
-    Atomics.store(this.ctl, 1, 0);
-    Atomics.store(this.ctl, 2, 0);
-    Atomics.store(this.ctl, 0, this.epoch << 12);
+    const m = this.control.open(chunks, size, extent);
     for (let w = 0; w < this.workers.length; w++) {
       const first = !this.sent[w]!.has(id);
       this.sent[w]!.add(id);
       this.workers[w]!.postMessage({ id, mod: first ? mod : undefined, fn, args, scratch: scratch[w + 1], aux, ...m });
     }
-    this.callerChunks += claimChunks(this.ctl, m, () => local, (f, lo, hi) => f(lo, hi, scratch[0]!));
-    for (let v = Atomics.load(this.ctl, 1); v !== chunks; v = Atomics.load(this.ctl, 1)) {
-      if (this.canWait) Atomics.wait(this.ctl, 1, v, 1000);
-    }
-    const failed = Atomics.load(this.ctl, 2);
-    for (let i = 0; i < failed; i++) {
-      const c = Atomics.load(this.ctl, 4 + i);
-      local(c * size, Math.min(extent, (c + 1) * size), scratch[0]!);
-    }
+    const own = scratch[0]!;
+    this.callerChunks += this.control.finish(m, (lo, hi) => local(lo, hi, own), this.canWait);
   }
 }
 

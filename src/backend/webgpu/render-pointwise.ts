@@ -13,7 +13,7 @@
 // scalar kernel. Loads are read before the first statement or store that uses them and read
 // again after a store to the same binding (an in-place alias), as the scalar kernel's order.
 
-import type { Affine, LExpr, PointwiseKernel, Store } from '../../compiler/loop-ir.js';
+import { exprLoads, kernelLoadExprs, type Affine, type LExpr, type LLoad, type PointwiseKernel, type Store } from '../../compiler/loop-ir.js';
 import { coalesce } from '../iteration.js';
 import { affine, Body, decompose, grid1d, planBindings, storeValue, type AliasMap, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, render, wtype, type ExprEnv, type WType } from './wgsl-expr.js';
@@ -67,14 +67,6 @@ export function renderPointwise(k: PointwiseKernel, alias: AliasMap): WgslKernel
 
 // ---- the vec4 plan ----
 
-/** Every load of an expression, in evaluation order. */
-function loadsOf(e: LExpr, out: Extract<LExpr, { k: 'load' }>[] = []): Extract<LExpr, { k: 'load' }>[] {
-  if (e.k === 'load') out.push(e);
-  else if (e.k === 'op') e.a.forEach((x) => loadsOf(x, out));
-  else if (e.k === 'cast') loadsOf(e.a, out);
-  return out;
-}
-
 function mapLoads(e: LExpr, f: (a: Affine) => Affine): LExpr {
   if (e.k === 'load') return { ...e, at: f(e.at) };
   if (e.k === 'op') return { ...e, a: e.a.map((x) => mapLoads(x, f)) };
@@ -90,7 +82,7 @@ const coef = (a: Affine, d: number): number => a.c[d] ?? 0;
  * order, with fewer index divisions and a longer innermost dim.
  */
 export function coalescePointwise(k: PointwiseKernel): PointwiseKernel {
-  const all: Affine[] = [...k.body.flatMap((s) => loadsOf(s.e).map((l) => l.at)), ...k.stores.flatMap((s) => [s.at, ...loadsOf(s.value).map((l) => l.at)])];
+  const all: Affine[] = [...k.body.flatMap((s) => exprLoads(s.e).map((l) => l.at)), ...k.stores.flatMap((s) => [s.at, ...exprLoads(s.value).map((l) => l.at)])];
   // iteration.ts's coalesce on every access's coefficients: a merged dim keeps its innermost coefficient
   const { shape, strides } = coalesce(k.shape, all.map((a) => k.shape.map((_, d) => coef(a, d))));
   if (shape.length === k.shape.length) return k;
@@ -126,7 +118,7 @@ export function vec4Plan(k0: PointwiseKernel, alias: AliasMap): { kernel: Pointw
     if (sym(s.at) || coef(s.at, last) !== 1 || !aligned(s.at)) return null;
     vecBufs.add(canon(s.buf));
   }
-  const loads = [...k.body.flatMap((s) => loadsOf(s.e)), ...k.stores.flatMap((s) => loadsOf(s.value))];
+  const loads = kernelLoadExprs(k);
   for (const l of loads) {
     if (sym(l.at)) return null;
     const c = coef(l.at, last);
@@ -155,10 +147,10 @@ function renderVec4(k: PointwiseKernel, alias: AliasMap, vecBufs: Set<number>): 
   const vecIndex = (a: Affine): string => affine({ c: shape4.map((_, d) => (d === last ? 1 : coef(a, d) / 4)), o: a.o / 4 });
   /** loads read so far (key: binding, affine, dtype) -> the variable holding them */
   const cache = new Map<string, { name: string; vec: boolean; buf: number }>();
-  const keyOf = (l: Extract<LExpr, { k: 'load' }>) => `${canon(l.buf)}|${l.dtype}|${l.at.o}|${l.at.c.join(',')}`;
+  const keyOf = (l: LLoad) => `${canon(l.buf)}|${l.dtype}|${l.at.o}|${l.at.c.join(',')}`;
   let nextLoad = 0;
   const readLoads = (e: LExpr) => {
-    for (const l of loadsOf(e)) {
+    for (const l of exprLoads(e)) {
       const key = keyOf(l);
       if (cache.has(key)) continue;
       const name = `l${nextLoad++}`;

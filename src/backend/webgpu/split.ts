@@ -11,15 +11,16 @@
 // no later than the part that writes it; stores to one buffer stay in one part; read/write
 // cycles are kept in one part. Parts are packed greedily in an order that respects this.
 
-import type { LExpr, LoopKernel, PointwiseKernel, Stmt, Store } from '../../compiler/loop-ir.js';
+import { forEachLeaf, type LExpr, type LoopKernel, type PointwiseKernel, type Stmt, type Store } from '../../compiler/loop-ir.js';
 
 type Single = Exclude<LoopKernel, { kind: 'group' }>;
 
+/** Adds the buffers `e` loads to `out` and the temporaries it reads to `tmps`. */
 function visitLoads(e: LExpr, out: Set<number>, tmps: Set<number>): void {
-  if (e.k === 'load') out.add(e.buf);
-  else if (e.k === 'tmp') tmps.add(e.id);
-  else if (e.k === 'op') e.a.forEach((x) => visitLoads(x, out, tmps));
-  else if (e.k === 'cast') visitLoads(e.a, out, tmps);
+  forEachLeaf(e, (x) => {
+    if (x.k === 'load') out.add(x.buf);
+    else if (x.k === 'tmp') tmps.add(x.id);
+  });
 }
 
 /** The statements (ids) and buffers a set of stores needs, through temporaries. */
