@@ -10,17 +10,16 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { build } from 'esbuild';
-import type { Page } from 'playwright-core';
-import { chromiumUnavailableReason, launchChromium, servePage, WEBGPU_ARGS } from '../scripts/lib/chromium.js';
+import { chromiumUnavailableReason } from '../scripts/lib/chromium.js';
+import { bundleForBrowser, openWebGpuPage, pageHtml, type WebGpuPage } from './helpers/browser-bundle.js';
 import { trainMlpSteps, type MlpRun } from './helpers/webgpu-mlp.js';
 
 const why = chromiumUnavailableReason();
 const STEPS = 12;
 
 /** The page's script: kiln's browser entry and the shared MLP run, bundled for the browser. */
-async function bundle(): Promise<string> {
-  const entry = `
+function bundle(): Promise<string> {
+  return bundleForBrowser(`
     import * as kiln from './src/index.ts';
     import { trainMlpSteps } from './test/helpers/webgpu-mlp.ts';
     (async () => {
@@ -31,42 +30,17 @@ async function bundle(): Promise<string> {
       } catch (e) {
         window.__result = { ok: false, error: String(e && e.stack || e) };
       }
-    })();`;
-  const r = await build({
-    stdin: { contents: entry, resolveDir: process.cwd(), loader: 'ts', sourcefile: 'webgpu-page.ts' },
-    bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true,
-    // the example imports 'kiln' (the package itself) and node:url for its CLI entry; the CLI
-    // part never runs in the page (it checks process.argv, which the page stubs as empty)
-    alias: { kiln: './src/index.ts' },
-    plugins: [{
-      name: 'stub-node-url',
-      setup(b) {
-        b.onResolve({ filter: /^node:url$/ }, () => ({ path: 'node:url', namespace: 'stub' }));
-        b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({ contents: 'export const pathToFileURL = () => ({ href: "" });', loader: 'js' }));
-      },
-    }],
-    banner: { js: 'const process = { argv: [], env: {} };' },
-  });
-  const nodeImports = Object.values(r.metafile!.inputs).flatMap((i) => i.imports.filter((m) => m.path.startsWith('node:') && m.path !== 'node:url'));
-  assert.deepEqual(nodeImports, [], 'nothing but the stubbed node:url reaches Node built-ins');
-  return r.outputFiles[0]!.text;
+    })();`, 'webgpu-page.ts');
 }
 
 test('webgpu in headless Chromium: the MLP example trained compiled on WebGPU equals Node on the CPU', { skip: why ?? false, timeout: 300_000 }, async () => {
   const js = await bundle();
-  const html = `<!doctype html><meta charset="utf-8"><title>kiln webgpu</title><script type="module">${js.replace(/<\/script/gi, '<\\/script')}</script>`;
+  const html = pageHtml(js);
   const ref: MlpRun = await trainMlpSteps(null, { steps: STEPS });
-  const browser = await launchChromium(undefined, WEBGPU_ARGS);
-  const served = await servePage(html);
-  const errors: string[] = [];
-  let page: Page | null = null;
+  let open: WebGpuPage | null = null;
   try {
-    page = await browser.newPage();
-    page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(`console: ${m.text()}`);
-    });
-    await page.goto(served.url, { waitUntil: 'load' });
+    open = await openWebGpuPage(html);
+    const { page, errors } = open;
     // GPU work settles after load: wait on the page's own result
     await page.waitForFunction(() => (window as unknown as { __result?: unknown }).__result !== undefined, undefined, { timeout: 240_000 });
     const res = await page.evaluate(() => (window as unknown as { __result: unknown }).__result) as { ok: true; adapter: string; run: MlpRun } | { ok: false; error: string };
@@ -80,8 +54,6 @@ test('webgpu in headless Chromium: the MLP example trained compiled on WebGPU eq
     assert.ok(res.run.losses[STEPS - 1]! < res.run.losses[0]!, 'it trains');
     assert.deepEqual(errors, []);
   } finally {
-    await page?.close();
-    await served.close();
-    await browser.close();
+    await open?.close();
   }
 });

@@ -287,6 +287,15 @@ test('webgpu: a compiled generator reads at explicit asynchronous breaks (yield*
 
 // ---- the runtime ----
 
+test('webgpu: subgroups are a device feature: on where the device has it, and asking for them elsewhere is a typed error', { skip }, () => {
+  assert.equal(gpu!.subgroups, gpu!.hasSubgroups, 'on by default exactly where the device has them');
+  if (gpu!.hasSubgroups) return; // a GPU: the switch works both ways (the browser test compares both paths)
+  assert.throws(() => {
+    gpu!.subgroups = true;
+  }, (e: unknown) => e instanceof kiln.WebGpuUnsupportedError && /no 'subgroups' feature/.test((e as Error).message));
+  assert.equal(gpu!.subgroups, false, 'unchanged after the refused switch');
+});
+
 test('webgpu: synchronous reads throw the typed error that names await t.data()', { skip }, async () => {
   const t = onGpu(() => kiln.ones([3]));
   assert.throws(() => t.dataSync(), (e: unknown) => e instanceof kiln.WebGpuSyncReadError && /await t\.data\(\)/.test((e as Error).message));

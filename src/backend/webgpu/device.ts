@@ -1,6 +1,8 @@
 // Acquiring a WebGPU device. Browser-safe: it uses `navigator.gpu`, or the GPU object the
 // caller passes (kiln/node passes Dawn's, from the `webgpu` package). The adapter's own
-// limits are requested (compatibility-mode defaults bind only 4 storage buffers per shader).
+// limits are requested (compatibility-mode defaults bind only 4 storage buffers per shader),
+// and the optional features kiln uses where the adapter has them ('timestamp-query',
+// 'subgroups'; the backend turns subgroup reductions on when the device has the feature).
 
 /// <reference types="@webgpu/types" />
 
@@ -29,8 +31,9 @@ export async function requestWebGpuBackend(opts: WebGpuOptions = {}): Promise<We
   for (const l of LIMITS) requiredLimits[l] = adapter.limits[l];
   let device: GPUDevice;
   try {
-    // timestamp queries where offered: gpu.profile() and max-autotune's timing (autotune.ts, profile.ts)
-    const requiredFeatures = (['timestamp-query'] as GPUFeatureName[]).filter((f) => adapter.features.has(f));
+    // where offered: timestamp queries (gpu.profile(), max-autotune's timing: profile.ts,
+    // autotune.ts) and subgroups (row reductions combine on registers first: render-row.ts)
+    const requiredFeatures = (['timestamp-query', 'subgroups'] as GPUFeatureName[]).filter((f) => adapter.features.has(f));
     device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   } catch (e) {
     throw new WebGpuUnavailableError(`the adapter refused a device: ${(e as Error).message}`, 'requestWebGpuBackend');

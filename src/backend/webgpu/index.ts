@@ -25,6 +25,7 @@ import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
 import { gpuIntegerExact, randomKernel, randomLaunch, RANDOM_PARAM_WORDS } from './render-random.js';
 import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
+import { renderRow } from './render-row.js';
 import { splitForBindings } from './split.js';
 import { PrerecordedProgram } from './prerecord.js';
 import { renderMatmul, type MatmulConfig } from './render-matmul.js';
@@ -78,6 +79,8 @@ export interface GpuKernel extends PreparedKernel {
   readonly variants?: Map<string, Compiled[]>;
   /** a max-autotune matmul: the tuner's epoch its variants were rendered at (autotune.ts) */
   tuned?: number;
+  /** a row kernel: whether its variants were rendered with subgroups */
+  subgroups?: boolean;
 }
 
 export interface WebGpuStats {
@@ -122,6 +125,24 @@ export class WebGpuBackend implements Backend {
    * max-autotune winner where measured, else the default 64x64x16/4x4.
    */
   matmulConfig: MatmulConfig | null = null;
+  /**
+   * Row reductions combine within subgroups on registers first (render-row.ts): on by default
+   * where the device has 'subgroups' (device.ts requests it). Read when a kernel is rendered
+   * (eager launches at once, compiled programs at their next call, prerecorded ones when
+   * rebuilt); false renders the workgroup-memory tree only (tests compare both paths).
+   */
+  get subgroups(): boolean {
+    return this.useSubgroups;
+  }
+  set subgroups(on: boolean) {
+    if (on && !this.hasSubgroups) throw new WebGpuUnsupportedError(`this adapter (${this.adapterInfo || 'unknown'}) has no 'subgroups' feature`, 'subgroups', 'leave gpu.subgroups off on this device');
+    this.useSubgroups = on;
+  }
+  /** Whether the device has the 'subgroups' feature. */
+  get hasSubgroups(): boolean {
+    return this.device.features.has('subgroups');
+  }
+  private useSubgroups: boolean;
   /** @internal max-autotune's measurements (autotune.ts) */
   readonly tuner = new MatmulTuner(this);
   /** @internal while profile() runs */
@@ -140,6 +161,7 @@ export class WebGpuBackend implements Backend {
   constructor(readonly device: GPUDevice, readonly adapterInfo = '') {
     this.pool = new BufferPool(device);
     this.maxStorageBuffers = device.limits.maxStorageBuffersPerShaderStage;
+    this.useSubgroups = this.hasSubgroups;
     device.lost.then((info) => {
       this.lost = new WebGpuDeviceLostError(`the GPU device was lost (${info.reason}): ${info.message}`, 'webgpu', 'tensors on it are gone: request a new backend and move the data again');
     });
@@ -258,6 +280,7 @@ export class WebGpuBackend implements Backend {
     if (spec.kind !== 'loop') return { spec };
     const k: GpuKernel = { spec, variants: new Map() };
     if (spec.kernel.kind === 'matmul' && this.tuner.tracks(spec.kernel)) k.tuned = this.tuner.epoch;
+    if (spec.kernel.kind === 'row') k.subgroups = this.useSubgroups;
     // render now: unsupported dtypes and binding limits surface when the program is built
     k.variants!.set('', this.compile(spec.kernel, new Map()));
     return k;
@@ -285,6 +308,11 @@ export class WebGpuBackend implements Backend {
       // max-autotune measured since these were rendered: render again with the winner
       k.variants!.clear();
       k.tuned = this.tuner.epoch;
+    }
+    if (k.subgroups !== undefined && k.subgroups !== this.useSubgroups) {
+      // gpu.subgroups changed since these were rendered
+      k.variants!.clear();
+      k.subgroups = this.useSubgroups;
     }
     let list = k.variants!.get(alias.key);
     if (!list) k.variants!.set(alias.key, (list = this.compile((k.spec as Extract<KernelSpec, { kind: 'loop' }>).kernel, alias.map)));
@@ -363,6 +391,7 @@ export class WebGpuBackend implements Backend {
 
   /** A loop kernel's WGSL; a matmul in its configuration (`cfg`: a split part's, its kernel's). */
   private render(k: LoopKernel, alias: AliasMap, cfg?: MatmulConfig): WgslKernel[] {
+    if (k.kind === 'row' && this.useSubgroups) return [renderRow(k, alias, { subgroups: true })];
     return k.kind === 'matmul' ? [renderMatmul(k, alias, cfg ?? this.tuner.configFor(k))] : renderWgsl(k, alias);
   }
 
