@@ -4,6 +4,8 @@
 // views (vec4 and scalar loads), the same buffer as both operands, int32, and fused epilogues
 // in compiled programs. Then max-autotune on WebGPU (autotune.ts): `await gpu.autotune(f, args)`
 // measures, records the decision, and the program's results equal the default configuration's.
+// Then reduce-overhead programs (prerecord.ts) after gpu.matmulConfig changes or a max-autotune
+// measurement: they rebuild at their next call and run the new configuration's pipelines.
 // Then timestamp profiling (profile.ts), or its typed error where the adapter has no
 // 'timestamp-query' (llvmpipe). Inputs are fresh each run: the seed is printed.
 
@@ -13,6 +15,8 @@ import * as kiln from 'kiln';
 import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig } from '../src/backend/webgpu/render-matmul.js';
 import type { MatmulKernel } from '../src/compiler/loop-ir.js';
+import type { Lowered } from '../src/compiler/lower.js';
+import type { WgslKernel } from '../src/backend/webgpu/wgsl-common.js';
 
 const { cpu, gpu, skip } = await webGpuForTests((g) => {
   if (g) g.matmulConfig = null;
@@ -33,6 +37,35 @@ function onGpu<T>(fn: () => T): T {
     kiln.setDefaultBackend(cpu);
   }
 }
+
+/** The pipelines `fn` encodes (prerecorded programs and the default mode both go through encode). */
+function encodedPipelines(fn: () => void): Set<unknown> {
+  const g = gpu as unknown as { encode(p: unknown, ...rest: unknown[]): void };
+  const encode = g.encode;
+  const seen = new Set<unknown>();
+  g.encode = function (this: unknown, p: unknown, ...rest: unknown[]) {
+    seen.add(p);
+    encode.call(this, p, ...rest);
+  };
+  try {
+    fn();
+  } finally {
+    Reflect.deleteProperty(g, 'encode');
+  }
+  return seen;
+}
+
+/** One call of a compiled function on the GPU: the pipelines it encoded and its values. */
+async function callOnGpu(f: () => kiln.Tensor): Promise<{ pipes: Set<unknown>; values: number[] }> {
+  let out!: kiln.Tensor;
+  const pipes = encodedPipelines(() => (out = onGpu(() => kiln.scope(() => kiln.keep(f())))));
+  const values = Array.from(await out.data());
+  out.dispose();
+  return { pipes, values };
+}
+
+const sameSet = (a: Set<unknown>, b: Set<unknown>) => a.size === b.size && [...a].every((x) => b.has(x));
+const added = (now: Set<unknown>, before: Set<unknown>) => [...now].filter((x) => !before.has(x)).length;
 
 // ---- rendering only (no adapter needed) ----
 
@@ -239,23 +272,139 @@ test(`webgpu max-autotune: gpu.autotune measures, records the decision, and resu
 
   // the tuned program equals the default configuration's results
   const plain = kiln.compile(fn, { backend: 'webgpu', fullgraph: true });
-  const base = await onGpu(() => kiln.scope(() => kiln.keep(plain(x) as kiln.Tensor))).data();
-  const tuned = await onGpu(() => kiln.scope(() => kiln.keep(f(x) as kiln.Tensor))).data();
-  assertClose(tuned as Float32Array, base as Float32Array, (j) => 1e-5 * (1 + Math.abs(base[j]!)), 'tuned vs default');
+  const base = (await callOnGpu(() => plain(x) as kiln.Tensor)).values;
+  const tuned = await callOnGpu(() => f(x) as kiln.Tensor);
+  assertClose(tuned.values, base, (j) => 1e-5 * (1 + Math.abs(base[j]!)), 'tuned vs default');
 
-  // measuring again (force) with one candidate: the existing program renders it at its next call
+  // measuring again (force) with one candidate: the winners' pipelines (made while measuring)
+  // join the backend's cache, and the existing program renders them at its next call
   const only = '128x64x16/8x4+pf';
+  const pipelines = gpu!.stats.pipelines;
   const again = await gpu!.autotune(undefined, [], { force: true, candidates: [only], includeDefault: false, repeats: 1, targetMs: 1 });
   assert.deepEqual(again.measured.map((r) => r.chosen), [only, only]);
-  const pipelines = gpu!.stats.pipelines;
-  const retuned = await onGpu(() => kiln.scope(() => kiln.keep(f(x) as kiln.Tensor))).data();
-  assert.equal(gpu!.stats.pipelines - pipelines, 2, 'both matmuls rendered in the new configuration');
-  assertClose(retuned as Float32Array, base as Float32Array, (j) => 1e-5 * (1 + Math.abs(base[j]!)), 'retuned vs default');
+  assert.equal(gpu!.stats.pipelines - pipelines, 2, 'the two winners are cached');
+  const retuned = await callOnGpu(() => f(x) as kiln.Tensor);
+  assert.equal(gpu!.stats.pipelines - pipelines, 2, 'the program found the winners in the cache');
+  assert.equal(added(retuned.pipes, tuned.pipes), 2, 'both matmuls run new pipelines');
+  assertClose(retuned.values, base, (j) => 1e-5 * (1 + Math.abs(base[j]!)), 'retuned vs default');
 
   // the decision names the winner (a new compile of the same shapes takes it at once)
   const afterExplain = onGpu(() => kiln.explain(fn, { backend: 'webgpu', mode: 'max-autotune', print: false })(x));
   const post = afterExplain.graphs[0]!.fusion!;
   assert.equal((post.match(new RegExp(`on webgpu: ${only.replace(/\+/g, '\\+')} \\(.*measured with`, 'g')) ?? []).length, 2, post);
+});
+
+// ---- reduce-overhead after a configuration change ----
+
+test(`webgpu reduce-overhead: after gpu.matmulConfig changes, a prerecorded program rebuilds at its next call and runs the default mode's new pipelines, with its numbers (seed ${seed})`, { skip }, async () => {
+  kiln.manualSeed(seed + 3);
+  const host = onCpu(() => ({ x: kiln.keep(kiln.randn([72, 40])), w: kiln.keep(kiln.randn([96, 40]).mul(0.2)) }));
+  const x = kiln.keep(kiln.toBackend(host.x, gpu!)), w = kiln.keep(kiln.toBackend(host.w, gpu!));
+  // two matmuls (one with a relu epilogue) and a row reduction
+  const fn = (t: kiln.Tensor) => kiln.matmul(kiln.matmul(t, w.transpose(0, 1)).relu(), w).sum(1);
+  const f = kiln.compile(fn, { backend: 'webgpu', fullgraph: true, mode: 'reduce-overhead', name: 'ro_mm' });
+  const g = kiln.compile(fn, { backend: 'webgpu', fullgraph: true, name: 'plain_mm' });
+  const logged: string[] = [];
+  const saved = console.error;
+  const prerecorded = async (h: typeof f) => {
+    const n = gpu!.stats.prerecordedRuns;
+    const r = await callOnGpu(() => h(x));
+    return { ...r, prerecorded: gpu!.stats.prerecordedRuns - n };
+  };
+  try {
+    kiln.compiler.setLogs('perf');
+    console.error = (...m: unknown[]) => void logged.push(m.join(' '));
+    const plain0 = await prerecorded(g);
+    await prerecorded(f);
+    const ro0 = await prerecorded(f);
+    assert.equal(ro0.prerecorded, 1);
+    assert.ok(sameSet(ro0.pipes, plain0.pipes), 'the same pipelines as the default mode');
+    assert.deepEqual(ro0.values, plain0.values);
+
+    gpu!.matmulConfig = parseConfig('32x32x16/4x4');
+    // the prerecorded program first: its rebuild renders the new configuration
+    const ro1 = await prerecorded(f);
+    const plain1 = await prerecorded(g);
+    assert.equal(ro1.prerecorded, 1, 'still prerecorded');
+    assert.equal(added(ro1.pipes, ro0.pipes), 2, 'both matmuls run new pipelines (the row kernel keeps its own)');
+    assert.ok(sameSet(ro1.pipes, plain1.pipes), 'the pipelines the default mode renders for the new configuration');
+    assert.deepEqual(ro1.values, plain1.values, 'the default mode\'s numbers, bit for bit');
+    assertClose(ro1.values, ro0.values, (j) => 1e-5 * (1 + Math.abs(ro0.values[j]!)), '32x32 vs the default configuration');
+    const last = logged.filter((l) => /reduce-overhead on webgpu/.test(l)).at(-1) ?? '';
+    assert.match(last, /rebuilt 1x, last for gpu\.matmulConfig set to 32x32x16\/4x4/, logged.join('\n'));
+
+    // cleared: back to the default configuration's pipelines at the next call
+    gpu!.matmulConfig = null;
+    const ro2 = await prerecorded(f);
+    assert.ok(sameSet(ro2.pipes, ro0.pipes), 'the default configuration again');
+    assert.deepEqual(ro2.values, ro0.values);
+    // unchanged since: no rebuild
+    const summary = logged.filter((l) => /reduce-overhead on webgpu/.test(l)).at(-1);
+    assert.ok(sameSet((await prerecorded(f)).pipes, ro0.pipes));
+    assert.equal(logged.filter((l) => /reduce-overhead on webgpu/.test(l)).at(-1), summary);
+    assert.match(summary ?? '', /rebuilt 2x, last for gpu\.matmulConfig cleared/);
+  } finally {
+    console.error = saved;
+    kiln.compiler.setLogs([]);
+    gpu!.matmulConfig = null;
+    [x, w, host.x, host.w].forEach((t) => t.dispose());
+  }
+});
+
+test('webgpu reduce-overhead: a prerecorded max-autotune matmul runs the winner after gpu.autotune measures it; a candidate whose WGSL fails is reported with the typed error', { skip }, async () => {
+  // a recording of one tracked matmul, made through the backend (the compiler makes reduce-overhead
+  // and max-autotune programs apart; the backend's recording holds whatever kernels it is given)
+  const [m, kk, n] = [24, 16, 20];
+  const k = mm(m, kk, n, {}, {}, { name: 'mm_ro_tuned' });
+  const lowered = { steps: [{ kind: 'kernel', kernel: k }], buffers: [{ id: 0, dtype: 'float32', size: m * n }, { id: 1, dtype: 'float32', size: m * kk }, { id: 2, dtype: 'float32', size: kk * n }], inputBuffers: [1, 2], outputs: [], decisions: [] } as unknown as Lowered;
+  gpu!.autotuneProgram(lowered);
+  const rec = gpu!.recordProgram([{ prepared: gpu!.prepare({ kind: 'loop', kernel: k, nBuffers: 3 }) }], [0, 1, 2]);
+  kiln.manualSeed(seed + 4);
+  const [a, b] = onCpu(() => [kiln.randn([m, kk]), kiln.randn([kk, n])]);
+  const want = onCpu(() => kiln.scope(() => Float64Array.from(kiln.matmul(a.double(), b.double()).dataSync() as Float64Array)));
+  const bufs = [gpu!.alloc('float32', m * n), gpu!.alloc('float32', m * kk), gpu!.alloc('float32', kk * n)];
+  gpu!.write(bufs[1]!, a.dataSync());
+  gpu!.write(bufs[2]!, b.dataSync());
+  const pipelineOf = (cfg: MatmulConfig) => {
+    const w = renderMatmul(k, new Map(), cfg);
+    return (gpu as unknown as { pipeline(code: string, writable: readonly boolean[]): unknown }).pipeline(w.code, w.writable);
+  };
+  const run = async () => {
+    const pipes = encodedPipelines(() => rec.run!(bufs, () => assert.fail('no opaque step')));
+    return { pipes: [...pipes], values: await gpu!.read(bufs[0]!) };
+  };
+  // one candidate's WGSL broken on its way to the backend: the device rejects it
+  const g = gpu as unknown as { tryCompile(w: WgslKernel): Promise<unknown> };
+  const tryCompile = g.tryCompile;
+  g.tryCompile = function (this: unknown, w: WgslKernel) {
+    return tryCompile.call(this, /matmul 128x64x16\/8x4:/.test(w.code) ? { ...w, code: `${w.code}\nfn broken() { let v: f32 = undefined_thing; }\n` } : w);
+  };
+  try {
+    const r0 = await run();
+    assert.deepEqual(r0.pipes, [pipelineOf(DEFAULT_MATMUL_CONFIG)], 'the default configuration while unmeasured');
+    assertClose(r0.values, want, (j) => 1e-4 * (1 + Math.abs(want[j]!)), 'default');
+
+    const report = await gpu!.autotune(undefined, [], { candidates: ['128x64x16/8x4', '32x32x16/4x4'], includeDefault: false, repeats: 1, targetMs: 1 });
+    const r = report.measured.find((x) => x.kernel === 'mm_ro_tuned');
+    assert.ok(r, report.text);
+    assert.equal(r.chosen, '32x32x16/4x4');
+    assert.equal(r.timing, gpu!.canProfile ? 'timestamp-query' : 'wall clock');
+    const failed = r.candidates.find((c) => c.config === '128x64x16/8x4')!;
+    assert.equal(failed.ms, null);
+    assert.match(failed.error ?? '', /^webgpu: WGSL rejected at line \d+: [^\n]*undefined_thing[^\n]*$/, 'the first line of the backend\'s WebGpuShaderError');
+    await gpu!.sync(); // the rejected candidate is no pending error
+
+    const pipelines = gpu!.stats.pipelines;
+    const r1 = await run();
+    assert.deepEqual(r1.pipes, [pipelineOf(parseConfig('32x32x16/4x4'))], 'the winner at the next call');
+    assert.equal(gpu!.stats.pipelines, pipelines, 'its pipeline made while measuring');
+    assert.match(rec.summary, /rebuilt 1x, last for max-autotune measured/);
+    assertClose(r1.values, want, (j) => 1e-4 * (1 + Math.abs(want[j]!)), 'winner');
+  } finally {
+    Reflect.deleteProperty(g, 'tryCompile');
+    bufs.forEach((buf) => gpu!.free(buf));
+    [a, b].forEach((t) => t.dispose());
+  }
 });
 
 // ---- timestamp profiling ----

@@ -11,12 +11,16 @@
 // (dtype, batch, m, n, k, operand strides and offsets, epilogue): a key measured before uses its
 // winner at once; an unmeasured one runs the default configuration and waits. `gpu.autotune()`
 // times every waiting key: for each configuration the device can run (MATMUL_CONFIGS, or the
-// caller's), one warm-up dispatch, then batches of dispatches of the real shape on scratch
-// buffers, timed by timestamp queries around the pass when the device has 'timestamp-query',
-// else by the wall clock to `queue.onSubmittedWorkDone()`; the median batch decides. Winners
-// are kept in memory per backend (= per device) and key; programs holding a tuned kernel render
-// it again at their next call. Every decision is a fusion decision `autotuned` (kiln.explain,
-// KILN_LOGS=fusion), updated in place when the measurement lands, and logged under `perf`.
+// caller's), its pipeline from the backend (a WGSL error is the backend's typed error, reported
+// as a failed candidate), one warm-up dispatch, then batches of dispatches of the real shape on
+// scratch buffers, timed by timestamps.ts (timestamp queries around the pass where the device
+// has 'timestamp-query', else the wall clock to `queue.onSubmittedWorkDone()`); the median batch
+// decides. The winner's pipeline joins the backend's cache (losers are not kept: at most one
+// pipeline per measured key stays). Winners are kept in memory per backend (= per device) and
+// key; the backend's render epoch moves, so programs holding a tuned kernel render it again at
+// their next call (prerecorded ones rebuild). Every decision is a fusion decision `autotuned`
+// (kiln.explain, KILN_LOGS=fusion), updated in place when the measurement lands, and logged
+// under `perf`.
 
 /// <reference types="@webgpu/types" />
 
@@ -27,7 +31,8 @@ import { log } from '../../compiler/logs.js';
 import { isTensor } from '../../tensor/tensor.js';
 import { scope } from '../../tensor/scope.js';
 import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig } from './render-matmul.js';
-import type { WebGpuBackend, WebGpuBuffer } from './index.js';
+import { hasTimestamps, timePass } from './timestamps.js';
+import type { Compiled, WebGpuBackend, WebGpuBuffer } from './index.js';
 
 export interface AutotuneOptions {
   /** configurations to try (default MATMUL_CONFIGS), objects or names like '128x128x16/8x8+pf' */
@@ -92,8 +97,6 @@ export function matmulKey(k: MatmulKernel): string {
 }
 
 export class MatmulTuner {
-  /** bumped when measurements land: tuned kernels render again at their next launch */
-  epoch = 0;
   private readonly results = new Map<string, MatmulTuneResult>();
   /** every key registered (what measuring it needs) */
   private readonly registered = new Map<string, Waiting>();
@@ -105,11 +108,6 @@ export class MatmulTuner {
   private readonly decisionLists = new Map<string, { list: WeakRef<FusionDecision[]>; kernel: WeakRef<MatmulKernel> }[]>();
 
   constructor(private readonly be: WebGpuBackend) {}
-
-  /** Whether this kernel belongs to a max-autotune program. */
-  tracks(k: MatmulKernel): boolean {
-    return this.keys.has(k);
-  }
 
   /** The configuration a matmul kernel renders with: the backend's override, its measured winner, or the default. */
   configFor(k: MatmulKernel): MatmulConfig {
@@ -186,7 +184,8 @@ export class MatmulTuner {
       this.refreshDecisions(key);
       log('perf', `webgpu autotune: ${r.kernel} ${r.shape}: ${r.chosen} (${r.candidates.map((c) => `${c.config} ${c.ms === null ? 'failed' : `${c.ms.toFixed(3)} ms`}`).join(', ')}; ${r.timing})`);
     }
-    if (measured.length) this.epoch++;
+    // tuned kernels render again at their next launch, prerecorded programs rebuild
+    if (measured.length) be.rerender(`max-autotune measured ${measured.length} matmul${measured.length === 1 ? '' : 's'}`);
     const text = measured.length
       ? measured.map((r) => `${r.kernel} ${r.shape}: ${r.chosen}, ${r.gflops.toFixed(0)} GFLOP/s (${r.timing}; ${r.candidates.map((c) => `${c.config} ${c.ms === null ? 'failed' : `${c.ms.toFixed(3)} ms`}`).join(', ')})`).join('\n')
       : 'nothing to measure: no max-autotune program registered a matmul that is not measured yet';
@@ -206,11 +205,10 @@ export class MatmulTuner {
   private async measure(key: string, w: Waiting, candidates: readonly MatmulConfig[], opts: AutotuneOptions): Promise<MatmulTuneResult | null> {
     const be = this.be;
     const k = w.kernel;
-    const device = be.device;
-    const stamps = device.features.has('timestamp-query');
     const targetMs = opts.targetMs ?? 20;
     const repeats = Math.max(1, opts.repeats ?? 3);
     const times: MatmulCandidateTime[] = [];
+    const tried = new Map<string, Compiled>();
     const buffers = new Map<number, WebGpuBuffer>();
     const bufferFor = (b: number): WebGpuBuffer => {
       let buf = buffers.get(b);
@@ -220,68 +218,39 @@ export class MatmulTuner {
       }
       return buf;
     };
-    const query = stamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-    const resolve = stamps ? device.createBuffer({ size: 16, usage: 0x200 /* QUERY_RESOLVE */ | 4 /* COPY_SRC */ }) : null;
     let batch = 1;
     try {
       for (const cfg of candidates) {
         const name = configName(cfg);
-        const problem = deviceProblem(cfg, device.limits);
+        const problem = deviceProblem(cfg, be.device.limits);
         if (problem) {
           times.push({ config: name, ms: null, error: `not on this device: ${problem}` });
           continue;
         }
         try {
-          const wk = renderMatmul(k, new Map(), cfg);
-          if (wk.bindings.length > be.maxStorageBuffers) throw new Error(`${wk.bindings.length} bindings (limit ${be.maxStorageBuffers})`);
-          device.pushErrorScope('validation');
-          const module = device.createShaderModule({ code: wk.code });
-          const layout = device.createBindGroupLayout({ entries: wk.writable.map((wr, i) => ({ binding: i, visibility: 4, buffer: { type: wr ? 'storage' : 'read-only-storage' } as GPUBufferBindingLayout })) });
-          const pipeline = device.createComputePipeline({ layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module, entryPoint: 'main' } });
-          const group = device.createBindGroup({ layout, entries: wk.bindings.map((b, i) => ({ binding: i, resource: { buffer: bufferFor(b).gpu } })) });
-          const err = await device.popErrorScope();
-          if (err) throw new Error(err.message.split('\n')[0]);
-          const run = async (n: number): Promise<number> => {
-            const enc = device.createCommandEncoder();
-            const pass = enc.beginComputePass(query ? { timestampWrites: { querySet: query, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : undefined);
-            pass.setPipeline(pipeline);
+          // the backend's pipeline: a WGSL error is its typed error, here a failed candidate
+          const c = await be.tryCompile(renderMatmul(k, new Map(), cfg));
+          const group = be.bindGroup(c.p.layout, c.w.bindings.map((b) => bufferFor(b).gpu));
+          const [x, y, z] = c.w.grid;
+          const run = (n: number) => timePass(be.device, (pass) => {
+            pass.setPipeline(c.p.pipeline);
             pass.setBindGroup(0, group);
-            for (let i = 0; i < n; i++) pass.dispatchWorkgroups(wk.grid[0], wk.grid[1], wk.grid[2]);
-            pass.end();
-            let read: GPUBuffer | null = null;
-            if (query) {
-              read = device.createBuffer({ size: 16, usage: 1 /* MAP_READ */ | 8 /* COPY_DST */ });
-              enc.resolveQuerySet(query, 0, 2, resolve!, 0);
-              enc.copyBufferToBuffer(resolve!, 0, read, 0, 16);
-            }
-            const t = performance.now();
-            device.queue.submit([enc.finish()]);
-            await device.queue.onSubmittedWorkDone();
-            const wall = performance.now() - t;
-            if (!read) return wall;
-            try {
-              await read.mapAsync(1);
-              const [a, b] = new BigUint64Array(read.getMappedRange());
-              return Number(b! - a!) / 1e6;
-            } finally {
-              read.destroy();
-            }
-          };
+            for (let i = 0; i < n; i++) pass.dispatchWorkgroups(x, y, z);
+          });
           const first = await run(1);
           // the batch size is fixed by the first (default) configuration, so all run the same count
-          if (times.every((x) => x.ms === null)) batch = Math.max(1, Math.min(64, Math.round(targetMs / Math.max(first, 1e-3))));
+          if (times.every((t) => t.ms === null)) batch = Math.max(1, Math.min(64, Math.round(targetMs / Math.max(first, 1e-3))));
           const ts: number[] = [];
           for (let r = 0; r < repeats; r++) ts.push((await run(batch)) / batch);
           ts.sort((a, b) => a - b);
           times.push({ config: name, ms: ts[Math.floor(ts.length / 2)]! });
+          tried.set(name, c);
         } catch (e) {
           times.push({ config: name, ms: null, error: (e as Error).message.split('\n')[0] });
         }
       }
     } finally {
       for (const b of buffers.values()) be.free(b);
-      query?.destroy();
-      resolve?.destroy();
     }
     const ok = times.filter((t) => t.ms !== null);
     if (ok.length === 0) {
@@ -289,9 +258,12 @@ export class MatmulTuner {
       return null;
     }
     const best = ok.reduce((a, b) => (b.ms! < a.ms! ? b : a));
+    // the winner's pipeline joins the backend's cache (programs render it next); the others are dropped
+    be.keep(tried.get(best.config)!);
     const config = parseConfig(best.config);
     const flops = 2 * k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
-    return { kernel: k.name, shape: shapeOf(k), key, chosen: best.config, config, timing: stamps ? 'timestamp-query' : 'wall clock', batch, candidates: times, gflops: flops / (best.ms! * 1e6) };
+    const timing = hasTimestamps(be.device) ? 'timestamp-query' : 'wall clock';
+    return { kernel: k.name, shape: shapeOf(k), key, chosen: best.config, config, timing, batch, candidates: times, gflops: flops / (best.ms! * 1e6) };
   }
 
   /** `gpu.autotune(f, args)`: compile f for args (warm-up restores state it knows), then measure. */

@@ -28,9 +28,10 @@ import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
 import { renderRow } from './render-row.js';
 import { splitForBindings } from './split.js';
 import { PrerecordedProgram } from './prerecord.js';
-import { renderMatmul, type MatmulConfig } from './render-matmul.js';
+import { configName, renderMatmul, type MatmulConfig } from './render-matmul.js';
 import { MatmulTuner, type AutotuneOptions, type AutotuneReport, type AutotuneTarget } from './autotune.js';
 import { Profiler, type GpuProfile } from './profile.js';
+import { hasTimestamps } from './timestamps.js';
 import type { Lowered } from '../../compiler/lower.js';
 
 const MAP_READ = 1, COPY_DST = 8;
@@ -77,10 +78,8 @@ export interface Capture {
 export interface GpuKernel extends PreparedKernel {
   /** loop kernels: rendered per alias pattern of the launch's buffers ('' = none) */
   readonly variants?: Map<string, Compiled[]>;
-  /** a max-autotune matmul: the tuner's epoch its variants were rendered at (autotune.ts) */
-  tuned?: number;
-  /** a row kernel: whether its variants were rendered with subgroups */
-  subgroups?: boolean;
+  /** matmul and row kernels (their WGSL follows the backend's switches): the render epoch of their variants */
+  epoch?: number;
 }
 
 export interface WebGpuStats {
@@ -121,22 +120,46 @@ export class WebGpuBackend implements Backend {
   prerecord = true;
   /**
    * Forces one matmul configuration (render-matmul.ts, e.g. parseConfig('128x128x16/8x8')) for
-   * every matmul rendered from now on, eager and compiled (tests, benchmarks); null: the
-   * max-autotune winner where measured, else the default 64x64x16/4x4.
+   * every matmul from now on, eager and compiled (tests, benchmarks): eager launches at once,
+   * compiled programs (prerecorded ones too) at their next call; null: the max-autotune winner
+   * where measured, else the default 64x64x16/4x4.
    */
-  matmulConfig: MatmulConfig | null = null;
+  get matmulConfig(): MatmulConfig | null {
+    return this.forcedMatmul;
+  }
+  set matmulConfig(c: MatmulConfig | null) {
+    const was = this.forcedMatmul && configName(this.forcedMatmul), now = c && configName(c);
+    this.forcedMatmul = c;
+    if (now !== was) this.rerender(now ? `gpu.matmulConfig set to ${now}` : 'gpu.matmulConfig cleared');
+  }
+  private forcedMatmul: MatmulConfig | null = null;
   /**
    * Row reductions combine within subgroups on registers first (render-row.ts): on by default
    * where the device has 'subgroups' (device.ts requests it). Read when a kernel is rendered
-   * (eager launches at once, compiled programs at their next call, prerecorded ones when
-   * rebuilt); false renders the workgroup-memory tree only (tests compare both paths).
+   * (eager launches at once, compiled programs, prerecorded ones too, at their next call);
+   * false renders the workgroup-memory tree only (tests compare both paths).
    */
   get subgroups(): boolean {
     return this.useSubgroups;
   }
   set subgroups(on: boolean) {
     if (on && !this.hasSubgroups) throw new WebGpuUnsupportedError(`this adapter (${this.adapterInfo || 'unknown'}) has no 'subgroups' feature`, 'subgroups', 'leave gpu.subgroups off on this device');
+    if (on === this.useSubgroups) return;
     this.useSubgroups = on;
+    this.rerender(`gpu.subgroups turned ${on ? 'on' : 'off'}`);
+  }
+  /**
+   * @internal Moves whenever kernels may render to other WGSL (matmulConfig, subgroups, max-autotune
+   * winners): matmul and row kernels render again at their next launch, prerecorded programs
+   * rebuild at their next call (one integer compare per call).
+   */
+  renderEpoch = 0;
+  /** @internal why renderEpoch last moved (prerecorded programs' summary) */
+  renderChange = '';
+  /** @internal */
+  rerender(why: string): void {
+    this.renderEpoch++;
+    this.renderChange = why;
   }
   /** Whether the device has the 'subgroups' feature. */
   get hasSubgroups(): boolean {
@@ -193,11 +216,16 @@ export class WebGpuBackend implements Backend {
 
   /** Runs `fn` inside an error scope; what it reports becomes a pending error. */
   private scoped(filter: GPUErrorFilter, fn: () => void, onError: (e: GPUError) => Promise<Error> | Error): void {
+    this.checks.push(this.inScope(filter, fn, onError).then((e) => {
+      if (e) this.fail(e);
+    }));
+  }
+
+  /** Runs `fn` inside an error scope; resolves to what it reported, typed by `onError`, or null. */
+  private inScope(filter: GPUErrorFilter, fn: () => void, onError: (e: GPUError) => Promise<Error> | Error): Promise<Error | null> {
     this.device.pushErrorScope(filter);
     fn();
-    this.checks.push(this.device.popErrorScope().then(async (e) => {
-      if (e) this.fail(await onError(e));
-    }));
+    return this.device.popErrorScope().then((e) => (e ? onError(e) : null));
   }
 
   // ---- memory ----
@@ -279,8 +307,7 @@ export class WebGpuBackend implements Backend {
     if (UNSUPPORTED_EAGER.has(spec.kind)) throw unsupported(spec.kind);
     if (spec.kind !== 'loop') return { spec };
     const k: GpuKernel = { spec, variants: new Map() };
-    if (spec.kernel.kind === 'matmul' && this.tuner.tracks(spec.kernel)) k.tuned = this.tuner.epoch;
-    if (spec.kernel.kind === 'row') k.subgroups = this.useSubgroups;
+    if (spec.kernel.kind === 'matmul' || spec.kernel.kind === 'row') k.epoch = this.renderEpoch;
     // render now: unsupported dtypes and binding limits surface when the program is built
     k.variants!.set('', this.compile(spec.kernel, new Map()));
     return k;
@@ -304,15 +331,10 @@ export class WebGpuBackend implements Backend {
 
   /** @internal A loop kernel's WGSL for one alias pattern of its launch's buffers (rendered once per pattern). */
   variants(k: GpuKernel, alias: Aliases): Compiled[] {
-    if (k.tuned !== undefined && k.tuned !== this.tuner.epoch) {
-      // max-autotune measured since these were rendered: render again with the winner
+    if (k.epoch !== undefined && k.epoch !== this.renderEpoch) {
+      // matmulConfig, subgroups or a max-autotune winner changed since these were rendered
       k.variants!.clear();
-      k.tuned = this.tuner.epoch;
-    }
-    if (k.subgroups !== undefined && k.subgroups !== this.useSubgroups) {
-      // gpu.subgroups changed since these were rendered
-      k.variants!.clear();
-      k.subgroups = this.useSubgroups;
+      k.epoch = this.renderEpoch;
     }
     let list = k.variants!.get(alias.key);
     if (!list) k.variants!.set(alias.key, (list = this.compile((k.spec as Extract<KernelSpec, { kind: 'loop' }>).kernel, alias.map)));
@@ -403,24 +425,39 @@ export class WebGpuBackend implements Backend {
       const parts = splitForBindings(k, this.maxStorageBuffers, alias);
       if (parts) ws = parts.flatMap((p) => this.render(p, alias, cfg));
     }
-    return ws.map((w) => {
-      if (w.bindings.length > this.maxStorageBuffers) {
-        throw new WebGpuUnsupportedError(`kernel ${w.name} reads and writes ${w.bindings.length} buffers, more than this device binds per shader (maxStorageBuffersPerShaderStage = ${this.maxStorageBuffers})`, 'webgpu', 'compile smaller functions (fewer tensors per fused kernel), or use a device with a higher limit');
-      }
-      return this.compiled(w);
-    });
+    return ws.map((w) => this.compiled(this.bindable(w)));
+  }
+
+  /** `w`, if this device binds its buffers; else the typed error. */
+  private bindable(w: WgslKernel): WgslKernel {
+    if (w.bindings.length > this.maxStorageBuffers) {
+      throw new WebGpuUnsupportedError(`kernel ${w.name} reads and writes ${w.bindings.length} buffers, more than this device binds per shader (maxStorageBuffersPerShaderStage = ${this.maxStorageBuffers})`, 'webgpu', 'compile smaller functions (fewer tensors per fused kernel), or use a device with a higher limit');
+    }
+    return w;
   }
 
   private compiled(w: WgslKernel): Compiled {
     return { w, p: this.pipeline(w.code, w.writable, w.name) };
   }
 
+  /** A cached pipeline; a compile error becomes a pending error (thrown by the next call). */
   private pipeline(code: string, writable: readonly boolean[], name = 'kernel'): Pipeline {
-    const key = `${writable.map((w) => (w ? 'w' : 'r')).join('')}\n${code}`;
+    const key = pipelineKey(code, writable);
     let p = this.pipelines.get(key);
     if (p) return p;
+    const made = this.makePipeline(code, writable, name);
+    this.checks.push(made.error.then((e) => {
+      if (e) this.fail(e);
+    }));
+    this.pipelines.set(key, (p = made.p));
+    return p;
+  }
+
+  /** A new pipeline and the typed error the device reports for it (WebGpuShaderError with the line), or null. */
+  private makePipeline(code: string, writable: readonly boolean[], name: string): { p: Pipeline; error: Promise<Error | null> } {
     let module!: GPUShaderModule;
-    this.scoped('validation', () => {
+    let p!: Pipeline;
+    const error = this.inScope('validation', () => {
       module = this.device.createShaderModule({ code });
       // an explicit layout: 'auto' drops bindings the compiled WGSL does not touch
       const bgl = this.device.createBindGroupLayout({
@@ -434,8 +471,29 @@ export class WebGpuBackend implements Backend {
       const line = err?.lineNum;
       return new WebGpuShaderError(`WGSL rejected${line ? ` at line ${line}` : ''}: ${err?.message ?? e.message}\n${numberedSource(code, line)}`, code, line);
     });
-    this.pipelines.set(key, p!);
-    return p!;
+    return { p, error };
+  }
+
+  /**
+   * @internal A kernel to try (max-autotune's candidates): the cached pipeline, or a new one once
+   * the device accepted it; rejects with the typed error (WebGpuShaderError, or
+   * WebGpuUnsupportedError for too many bindings) without making it pending. A new pipeline is
+   * not cached (`keep` caches one).
+   */
+  async tryCompile(w: WgslKernel): Promise<Compiled> {
+    this.bindable(w);
+    const cached = this.pipelines.get(pipelineKey(w.code, w.writable));
+    if (cached) return { w, p: cached };
+    const { p, error } = this.makePipeline(w.code, w.writable, w.name);
+    const e = await error;
+    if (e) throw e;
+    return { w, p };
+  }
+
+  /** @internal Caches a pipeline from tryCompile (a max-autotune winner: the programs' next render finds it). */
+  keep(c: Compiled): void {
+    const key = pipelineKey(c.w.code, c.w.writable);
+    if (!this.pipelines.has(key)) this.pipelines.set(key, c.p);
   }
 
   private dispatch(c: Compiled, buffers: readonly BackendBuffer[]): void {
@@ -505,7 +563,6 @@ export class WebGpuBackend implements Backend {
     this.pass = null;
     this.encoder = null;
     this.counters.submits++;
-    this.profiler?.afterSubmit();
   }
 
   /**
@@ -528,7 +585,7 @@ export class WebGpuBackend implements Backend {
 
   /** Whether profile() can run here (the device has 'timestamp-query'). */
   get canProfile(): boolean {
-    return this.device.features.has('timestamp-query');
+    return hasTimestamps(this.device);
   }
 
   /**
@@ -565,6 +622,11 @@ export class WebGpuBackend implements Backend {
     this.pool.clear();
     this.device.destroy();
   }
+}
+
+/** The pipeline cache's key: the WGSL and which bindings are writable (the explicit layout). */
+function pipelineKey(code: string, writable: readonly boolean[]): string {
+  return `${writable.map((w) => (w ? 'w' : 'r')).join('')}\n${code}`;
 }
 
 /** @internal logical buffers that are one GPU buffer in a launch, and the key of that pattern */

@@ -12,7 +12,9 @@
 // with the last call's, and only the dispatches binding one that changed get a bind group, from
 // a small cache per dispatch keyed by those buffers (created on a miss). A change in which
 // logical buffers are one GPU buffer (the same tensor passed twice) selects other WGSL variants
-// (AliasMap): the recording is rebuilt for the new pattern.
+// (AliasMap): the recording is rebuilt for the new pattern. So is it when the backend's render
+// epoch moved (gpu.matmulConfig or gpu.subgroups set, a max-autotune measurement): the kernels
+// render again, so a program never keeps a configuration the backend no longer renders.
 //
 // Opaque steps (gather, scatterAdd, indexSelect, indexAdd, cumsum, im2col, col2im, pad, cat) run
 // their eager kernels on the first call while the backend captures their dispatches; when those
@@ -68,6 +70,11 @@ export class PrerecordedProgram implements ProgramRecording {
   /** the GPU buffer of each variable logical buffer at the last call (null: not built yet) */
   private lastGpu: (GPUBuffer | undefined)[] | null = null;
   private aliasKey: string | null = null;
+  /** the backend's render epoch the dispatches were built at */
+  private epoch = -1;
+  /** rebuilds after the first build, and why the last one happened */
+  private rebuilds = 0;
+  private rebuiltFor = '';
   /**
    * per step starting a run of replayed steps (no JavaScript runs between their dispatches): the
    * logical buffers the run writes, deduplicated; their host copies are dropped once, before the
@@ -99,7 +106,7 @@ export class PrerecordedProgram implements ProgramRecording {
   run = (bufs: readonly BackendBuffer[], opaque: (step: number) => void): void => {
     const be = this.be;
     be.check();
-    if (this.changed(bufs)) this.rebind(bufs);
+    if (this.epoch !== be.renderEpoch || this.changed(bufs)) this.rebind(bufs);
     const steps = this.steps;
     // this call's plan: a capture below replans for later calls
     const clears = this.clears;
@@ -134,10 +141,17 @@ export class PrerecordedProgram implements ProgramRecording {
     const alias = aliases(bufs);
     const changed = new Set<number>();
     const now = this.variableIds.map((id) => (bufs[id] as WebGpuBuffer | undefined)?.gpu);
-    const rebuild = alias.key !== this.aliasKey;
+    const stale = this.epoch !== this.be.renderEpoch;
+    const rebuild = stale || alias.key !== this.aliasKey;
     if (rebuild) {
-      // another alias pattern selects other WGSL variants: build every dispatch for it
+      // another alias pattern selects other WGSL variants, another render epoch other WGSL
+      // (variants() renders the kernels again): build every dispatch
+      if (this.lastGpu) {
+        this.rebuilds++;
+        this.rebuiltFor = stale ? this.be.renderChange : 'another alias pattern';
+      }
       this.aliasKey = alias.key;
+      this.epoch = this.be.renderEpoch;
       for (const s of this.steps) {
         if (s.kind === 'kernel') s.dispatches = this.be.variants(s.kernel, alias).map((c) => this.dispatchOf(c, c.w.bindings));
         else if (s.state === 'captured') {
@@ -242,7 +256,8 @@ export class PrerecordedProgram implements ProgramRecording {
     const replayed = kernels + opaque.filter((s) => s.state === 'captured').length;
     const built = this.lastGpu !== null;
     const dispatches = this.steps.reduce((a, s) => a + s.dispatches.length, 0);
-    const head = `prerecorded ${replayed} of ${this.steps.length} steps${built ? ` (${dispatches} dispatches)` : ''}: pipelines, bind groups and grids made ${built ? 'once' : 'on the first call'}, then one encode loop per call, bind groups remade only for inputs/outputs on new buffers`;
+    const rebuilt = this.rebuilds ? ` (rebuilt ${this.rebuilds}x, last for ${this.rebuiltFor})` : '';
+    const head = `prerecorded ${replayed} of ${this.steps.length} steps${built ? ` (${dispatches} dispatches)` : ''}: pipelines, bind groups and grids made ${built ? 'once' : 'on the first call'}${rebuilt}, then one encode loop per call, bind groups remade only for inputs/outputs on new buffers`;
     const notes = opaque.map((s) => `${s.op} (%${s.node}): ${s.state === 'per-call' ? `runs its eager kernels each call: ${s.reason}` : s.reason}`);
     this.summary = [head, ...notes].join('; ');
   }

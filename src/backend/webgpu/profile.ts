@@ -2,15 +2,17 @@
 // where the device has the 'timestamp-query' feature (requested by device.ts when the adapter
 // offers it). WebGPU writes timestamps at the beginning and end of a compute pass, so while
 // profiling every dispatch gets its own pass (the backend's encode() asks `nextPass`); the
-// queries are resolved into a buffer before each submit (`beforeSubmit`) and read back once
-// the work is done. Numbers are the device's: a driver may quantize them (Chrome rounds to
-// 100 µs unless its flag allows otherwise), and one pass per dispatch adds a little time, so a
-// profile explains where the time goes rather than replacing `sync()`-timed totals.
+// queries (timestamps.ts, 1024 pairs per query set) are resolved into a buffer before each
+// submit (`beforeSubmit`) and read back once the work is done. Numbers are the device's: a
+// driver may quantize them (Chrome rounds to 100 µs unless its flag allows otherwise), and one
+// pass per dispatch adds a little time, so a profile explains where the time goes rather than
+// replacing `sync()`-timed totals.
 // Without the feature, profile() throws WebGpuUnsupportedError (see index.ts).
 
 /// <reference types="@webgpu/types" />
 
-const QUERY_RESOLVE = 0x200, COPY_SRC = 4, COPY_DST = 8, MAP_READ = 1;
+import { TimestampPairs } from './timestamps.js';
+
 /** dispatches per query set (2 timestamps each; WebGPU allows 4096 queries per set) */
 const PER_SET = 1024;
 
@@ -35,75 +37,42 @@ export interface GpuProfile {
 }
 
 interface Chunk {
-  readonly set: GPUQuerySet;
+  readonly stamps: TimestampPairs;
   readonly names: string[];
   readonly grids: (readonly [number, number, number])[];
-  resolved: Promise<BigUint64Array> | null;
 }
 
 /** @internal state of one profile() call */
 export class Profiler {
   private readonly chunks: Chunk[] = [];
+  /** the chunk taking pairs, not resolved yet */
   private open: Chunk | null = null;
-  /** chunks resolved into the current command encoder, to read after its submit */
-  private staged: { chunk: Chunk; read: GPUBuffer }[] = [];
   constructor(private readonly device: GPUDevice) {}
 
   /** The pass descriptor for the next dispatch (its own pass, timestamps at its begin and end). */
   nextPass(kernel: string, grid: readonly [number, number, number], encoder: GPUCommandEncoder): GPUComputePassDescriptor {
+    if (this.open?.stamps.full) this.beforeSubmit(encoder);
     let c = this.open;
-    if (c && c.names.length >= PER_SET) {
-      this.resolve(encoder, c);
-      c = null;
-    }
     if (!c) {
-      c = this.open = { set: this.device.createQuerySet({ type: 'timestamp', count: 2 * PER_SET }), names: [], grids: [], resolved: null };
+      c = this.open = { stamps: new TimestampPairs(this.device, PER_SET), names: [], grids: [] };
       this.chunks.push(c);
     }
-    const i = c.names.length;
     c.names.push(kernel);
     c.grids.push(grid);
-    return { timestampWrites: { querySet: c.set, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } };
+    return c.stamps.pass();
   }
 
-  /** Before the backend finishes its encoder: resolve the open chunk into it. */
+  /** Before the backend finishes its encoder: resolve the open chunk into it (read after the submit). */
   beforeSubmit(encoder: GPUCommandEncoder): void {
-    if (this.open && this.open.names.length) this.resolve(encoder, this.open);
+    if (this.open && this.open.names.length) this.open.stamps.resolve(encoder);
     this.open = null;
-  }
-
-  /** After the submit: start reading what was resolved. */
-  afterSubmit(): void {
-    for (const { chunk, read } of this.staged) {
-      chunk.resolved = read.mapAsync(MAP_READ).then(() => {
-        const v = new BigUint64Array(read.getMappedRange().slice(0));
-        read.destroy();
-        return v;
-      });
-    }
-    this.staged = [];
-  }
-
-  private resolve(encoder: GPUCommandEncoder, c: Chunk): void {
-    const n = 2 * c.names.length;
-    const bytes = n * 8;
-    const buf = this.device.createBuffer({ size: bytes, usage: QUERY_RESOLVE | COPY_SRC });
-    const read = this.device.createBuffer({ size: bytes, usage: MAP_READ | COPY_DST });
-    encoder.resolveQuerySet(c.set, 0, n, buf, 0);
-    encoder.copyBufferToBuffer(buf, 0, read, 0, bytes);
-    this.staged.push({ chunk: c, read });
-    if (this.open === c) this.open = null;
   }
 
   async result(adapter: string, wallMs: number): Promise<GpuProfile> {
     const dispatches: ProfiledDispatch[] = [];
     for (const c of this.chunks) {
-      const v = c.resolved ? await c.resolved : null;
-      c.set.destroy();
-      c.names.forEach((kernel, i) => {
-        const ns = v ? Number(v[2 * i + 1]! - v[2 * i]!) : NaN;
-        dispatches.push({ kernel, grid: c.grids[i]!, ns });
-      });
+      const ns = await c.stamps.durations();
+      c.names.forEach((kernel, i) => dispatches.push({ kernel, grid: c.grids[i]!, ns: ns[i] ?? NaN }));
     }
     const totalNs = dispatches.reduce((a, d) => a + (Number.isFinite(d.ns) ? d.ns : 0), 0);
     const per = new Map<string, { kernel: string; count: number; ns: number }>();
