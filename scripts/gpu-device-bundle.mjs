@@ -5,7 +5,7 @@
 //   node scripts/gpu-device-bundle.mjs [outdir=.device]
 //
 // Entries: bench/gpu.ts, bench/webgpu-overhead.ts, scripts/gpu-device-adapter.ts and every
-// test/webgpu*.test.ts except the *-browser.test.ts (they drive Chromium). Outputs keep their folder:
+// test/webgpu*.test.ts except the *-browser.test.ts (they drive Chromium) and webgpu-lavapipe (a software adapter). Outputs keep their folder:
 // .device/bench/gpu.mjs, .device/test/webgpu.test.mjs, shared code in .device/chunks/.
 //
 // - 'kiln' and 'kiln/node' (the package's self-reference, package.json "exports") resolve to
@@ -37,7 +37,7 @@ const entries = [
   'bench/webgpu-overhead.ts',
   'scripts/gpu-device-adapter.ts',
   ...readdirSync('test')
-    .filter((f) => /^webgpu.*\.test\.ts$/.test(f) && !f.endsWith('-browser.test.ts'))
+    .filter((f) => /^webgpu.*\.test\.ts$/.test(f) && !f.endsWith('-browser.test.ts') && f !== 'webgpu-lavapipe.test.ts')
     .sort()
     .map((f) => `test/${f}`),
 ];

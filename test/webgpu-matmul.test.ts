@@ -203,6 +203,71 @@ test(`webgpu matmul: every configuration against float64 on edge, batched, trans
   console.log(`# ${list.length} configurations x ${cases.length} cases: ${list.map(configName).join(', ')}`);
 });
 
+test(`webgpu matmul precision f16: operands rounded to f16 in the tiles, f32 sums, within the f16 bound of float64; int32 exact; a typed error without shader-f16 (seed ${seed})`, { skip }, async () => {
+  if (!gpu!.hasShaderF16) {
+    assert.throws(() => {
+      gpu!.matmulPrecision = 'f16';
+    }, (e: unknown) => e instanceof kiln.WebGpuUnsupportedError && /no 'shader-f16' feature/.test((e as Error).message));
+    assert.equal(gpu!.matmulPrecision, 'float32', 'unchanged after the refused switch');
+    return;
+  }
+  assert.throws(() => {
+    gpu!.matmulPrecision = 'bf16' as never;
+  }, kiln.ArgumentError);
+  kiln.manualSeed(seed + 1);
+  const T = (t: kiln.Tensor) => t.transpose(-1, -2);
+  const cases: Case[] = [
+    makeCase('edge 70x33 @ 33x45', [70, 33], [33, 45]),
+    makeCase('k=1 17x1 @ 1x9', [17, 1], [1, 9]),
+    makeCase('x @ W.T 40x36 @ (52x36).T', [40, 36], [52, 36], undefined, T),
+    makeCase('batched [3] 20x24 @ 24x36', [3, 20, 24], [3, 24, 36]),
+    makeCase('offset and step views', [40, 70], [35, 66], (t) => t.slice(1, 1, 67, 2), (t) => t.slice(0, 2, 35).slice(1, 3, 64)),
+    makeCase('long k 16x1000 @ 1000x24', [16, 1000], [1000, 24]),
+    makeCase('int32 70x33 @ 33x45', [70, 33], [33, 45], undefined, undefined, 'int32'),
+  ];
+  const refs = cases.map(reference);
+  const f32 = await Promise.all(cases.map(async (c) => Array.from(await onGpu(() => kiln.matmul(c.ga, c.gb)).data())));
+  // a rendered kernel says what it does: f16 tiles for float32, none for int32
+  for (const k of [mm(70, 33, 45, {}, {}), mm(64, 32, 48, {}, { sRow: 1, sCol: 32 })]) {
+    const wgsl = renderMatmul(k, new Map(), DEFAULT_MATMUL_CONFIG, 'f16').code;
+    assert.match(wgsl, /^enable f16;/);
+    assert.match(wgsl, /var<workgroup> As: array<vec4<f16>, /);
+    assert.doesNotMatch(renderMatmul(k, new Map(), DEFAULT_MATMUL_CONFIG).code, /f16/);
+  }
+  assert.doesNotMatch(renderMatmul(mm(8, 8, 8, {}, {}, { dtype: 'int32' }), new Map(), DEFAULT_MATMUL_CONFIG, 'f16').code, /f16/);
+  const list = configs().filter((c) => ['64x64x16/4x4', '32x32x16/4x4', '128x128x16/8x8+pf'].includes(configName(c)));
+  let differs = 0;
+  gpu!.matmulPrecision = 'f16';
+  try {
+    for (const cfg of list) {
+      gpu!.matmulConfig = cfg;
+      for (let i = 0; i < cases.length; i++) {
+        const c = cases[i]!, r = refs[i]!;
+        const out = onGpu(() => kiln.matmul(c.ga, c.gb));
+        const got = await out.data();
+        out.dispose();
+        const label = `f16 ${configName(cfg)} ${c.label}`;
+        if (c.a.dtype === 'int32') {
+          assert.deepEqual(Array.from(got), Array.from(r.want), `${label}: integers never go through f16`);
+          continue;
+        }
+        // each operand rounds to a neighbouring f16 (relative 2^-10; subnormals below 2^-14 absolute
+        // 2^-24), the f32 products of f16 values are exact, the sums round as in float32
+        assertClose(got as Float32Array, r.want, (j) => 1e-5 + r.k * 2 ** -24 * 8 + (2.1 * 2 ** -10 + 2 * (r.k + 2) * 2 ** -24) * r.mag[j]!, label);
+        differs += Array.from(got).filter((v, j) => v !== f32[i]![j]).length;
+      }
+    }
+  } finally {
+    gpu!.matmulPrecision = 'float32';
+    gpu!.matmulConfig = null;
+  }
+  assert.ok(differs > 0, 'the f16 tiles change results (the f16 path ran)');
+  // back to float32: the float32 results again, bit for bit
+  const again = Array.from(await onGpu(() => kiln.matmul(cases[0]!.ga, cases[0]!.gb)).data());
+  assert.deepEqual(again, f32[0]);
+  console.log(`# f16 tiles: ${list.map(configName).join(', ')} x ${cases.length} cases; ${differs} elements differ from float32`);
+});
+
 test(`webgpu matmul: fused epilogues in compiled programs, every configuration (seed ${seed})`, { skip }, async () => {
   kiln.manualSeed(seed + 1);
   const host = onCpu(() => ({

@@ -1,6 +1,8 @@
 // The WebGPU backend for a test file: the CPU backend stays the default, the GPU is acquired
-// once (Dawn over llvmpipe here; skipped with the reason when no adapter answers), and both are
-// put back and released after the file's tests.
+// once (Dawn: Vulkan over Mesa lavapipe where installed, else OpenGL over llvmpipe; skipped with
+// the reason when no adapter answers), and both are put back and released after the file's
+// tests. KILN_WEBGPU_DAWN (Dawn toggles, comma-separated, e.g. 'backend=opengl') picks the path:
+// test/webgpu-on-opengl.test.ts runs the op tests again on OpenGL's compatibility mode.
 
 import { after } from 'node:test';
 import * as kiln from 'kiln';
@@ -20,7 +22,8 @@ export async function webGpuForTests(cleanup?: (gpu: kiln.WebGpuBackend | null) 
   let gpu: kiln.WebGpuBackend | null = null;
   let why = '';
   try {
-    gpu = await requestWebGpuBackend();
+    const dawn = process.env.KILN_WEBGPU_DAWN?.split(',').filter(Boolean);
+    gpu = await requestWebGpuBackend(dawn?.length ? { dawn } : {});
     console.log(`# webgpu adapter: ${gpu.adapterInfo}`);
   } catch (e) {
     why = (e as Error).message.split('\n')[0]!;

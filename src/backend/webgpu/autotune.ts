@@ -229,7 +229,7 @@ export class MatmulTuner {
         }
         try {
           // the backend's pipeline: a WGSL error is its typed error, here a failed candidate
-          const c = await be.tryCompile(renderMatmul(k, new Map(), cfg));
+          const c = await be.tryCompile(renderMatmul(k, new Map(), cfg, be.matmulPrecision));
           const group = be.bindGroup(c.p.layout, c.w.bindings.map((b) => bufferFor(b).gpu));
           const [x, y, z] = c.w.grid;
           const run = (n: number) => timePass(be.device, (pass) => {

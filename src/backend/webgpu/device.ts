@@ -2,7 +2,7 @@
 // caller passes (kiln/node passes Dawn's, from the `webgpu` package). The adapter's own
 // limits are requested (compatibility-mode defaults bind only 4 storage buffers per shader),
 // and the optional features kiln uses where the adapter has them ('timestamp-query',
-// 'subgroups'; the backend turns subgroup reductions on when the device has the feature).
+// 'subgroups', 'shader-f16'; the backend turns subgroup reductions on when the device has the feature).
 
 /// <reference types="@webgpu/types" />
 
@@ -32,8 +32,9 @@ export async function requestWebGpuBackend(opts: WebGpuOptions = {}): Promise<We
   let device: GPUDevice;
   try {
     // where offered: timestamp queries (gpu.profile(), max-autotune's timing: profile.ts,
-    // autotune.ts) and subgroups (row reductions combine on registers first: render-row.ts)
-    const requiredFeatures = (['timestamp-query', 'subgroups'] as GPUFeatureName[]).filter((f) => adapter.features.has(f));
+    // autotune.ts), subgroups (row reductions combine on registers first: render-row.ts) and
+    // shader-f16 (gpu.matmulPrecision = 'f16': render-matmul.ts)
+    const requiredFeatures = (['timestamp-query', 'subgroups', 'shader-f16'] as GPUFeatureName[]).filter((f) => adapter.features.has(f));
     device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   } catch (e) {
     throw new WebGpuUnavailableError(`the adapter refused a device: ${(e as Error).message}`, 'requestWebGpuBackend');

@@ -28,7 +28,8 @@ import { renderWgsl, type AliasMap, type WgslKernel } from './render-wgsl.js';
 import { renderRow } from './render-row.js';
 import { splitForBindings } from './split.js';
 import { PrerecordedProgram } from './prerecord.js';
-import { configName, renderMatmul, type MatmulConfig } from './render-matmul.js';
+import { configName, renderMatmul, type MatmulConfig, type MatmulPrecision } from './render-matmul.js';
+import { ArgumentError } from '../../core/errors.js';
 import { MatmulTuner, type AutotuneOptions, type AutotuneReport, type AutotuneTarget } from './autotune.js';
 import { Profiler, type GpuProfile } from './profile.js';
 import { hasTimestamps } from './timestamps.js';
@@ -148,6 +149,28 @@ export class WebGpuBackend implements Backend {
     this.useSubgroups = on;
     this.rerender(`gpu.subgroups turned ${on ? 'on' : 'off'}`);
   }
+  /**
+   * The precision of float32 matmuls (eager and compiled) on this device: 'float32' (default),
+   * or 'f16' where the device has 'shader-f16': the operand tiles are rounded to f16 in
+   * workgroup memory (10 mantissa bits, as TF32, but f16's range: |x| > 65504 becomes
+   * infinite) and multiplied and summed in f32, so tiles take half the workgroup memory and
+   * its bandwidth. The analogue of torch.set_float32_matmul_precision('high'); see README.
+   */
+  get matmulPrecision(): MatmulPrecision {
+    return this.precision;
+  }
+  set matmulPrecision(p: MatmulPrecision) {
+    if (p !== 'float32' && p !== 'f16') throw new ArgumentError(`unknown matmul precision '${String(p)}'`, 'matmulPrecision', "use 'float32' or 'f16'");
+    if (p === 'f16' && !this.hasShaderF16) throw new WebGpuUnsupportedError(`this adapter (${this.adapterInfo || 'unknown'}) has no 'shader-f16' feature`, 'matmulPrecision', "keep gpu.matmulPrecision = 'float32' on this device");
+    if (p === this.precision) return;
+    this.precision = p;
+    this.rerender(`gpu.matmulPrecision set to ${p}`);
+  }
+  /** Whether the device has the 'shader-f16' feature (device.ts requests it where offered). */
+  get hasShaderF16(): boolean {
+    return this.device.features.has('shader-f16');
+  }
+  private precision: MatmulPrecision = 'float32';
   /**
    * @internal Moves whenever kernels may render to other WGSL (matmulConfig, subgroups, max-autotune
    * winners): matmul and row kernels render again at their next launch, prerecorded programs
@@ -414,7 +437,7 @@ export class WebGpuBackend implements Backend {
   /** A loop kernel's WGSL; a matmul in its configuration (`cfg`: a split part's, its kernel's). */
   private render(k: LoopKernel, alias: AliasMap, cfg?: MatmulConfig): WgslKernel[] {
     if (k.kind === 'row' && this.useSubgroups) return [renderRow(k, alias, { subgroups: true })];
-    return k.kind === 'matmul' ? [renderMatmul(k, alias, cfg ?? this.tuner.configFor(k))] : renderWgsl(k, alias);
+    return k.kind === 'matmul' ? [renderMatmul(k, alias, cfg ?? this.tuner.configFor(k), this.precision)] : renderWgsl(k, alias);
   }
 
   private compile(k: LoopKernel, alias: AliasMap): Compiled[] {

@@ -143,8 +143,15 @@ function loadMode(op: MatmulOperand, rows: number, cols: number, vecOk: boolean)
   return op.sRow === 1 && op.sCol !== 1 ? 'scalar-row' : 'scalar-col';
 }
 
+/**
+ * How float32 operands are held in workgroup memory: 'float32', or 'f16' (rounded to f16 there,
+ * widened back to f32 for the multiply-adds: half the workgroup memory and its bandwidth, TF32's
+ * 10 mantissa bits with f16's range; needs the device feature 'shader-f16').
+ */
+export type MatmulPrecision = 'float32' | 'f16';
+
 /** The WGSL of a matmul kernel in configuration `cfg` (default: DEFAULT_MATMUL_CONFIG). */
-export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig = DEFAULT_MATMUL_CONFIG): WgslKernel {
+export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig = DEFAULT_MATMUL_CONFIG, precision: MatmulPrecision = 'float32'): WgslKernel {
   const bad = configProblem(cfg);
   if (bad) throw new Error(`kiln internal: matmul configuration ${configName(cfg)}: ${bad}`);
   const { bm: BM, bn: BN, bk: BK, tm: TM, tn: TN } = cfg;
@@ -152,6 +159,11 @@ export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig
   const NT = WX * WY, RM = TM / 4, RN = TN / 4, BM4 = BM / 4, BN4 = BN / 4;
   const t = wtype(k.dtype, 'matmul');
   const v4 = `vec4<${t}>`;
+  // the tiles' element type: f16 only for float32 kernels asked for it (integers stay exact)
+  const half = precision === 'f16' && t === 'f32';
+  const tile = half ? 'vec4<f16>' : v4;
+  /** a register value (t or vec4<t>) as stored into a tile */
+  const toTile = (x: string, vec: boolean) => (half ? `${vec ? 'vec4<f16>' : 'f16'}(${x})` : x);
   const nb = k.batch.length;
   const batch = k.batch.reduce((a, b) => a * b, 1);
   if (batch > MAX_GROUPS_PER_DIM) throw new WebGpuUnsupportedError(`a batched matmul over ${batch} matrices exceeds the dispatch grid (${MAX_GROUPS_PER_DIM})`, 'matmul', 'reshape the batch into fewer, larger matrices');
@@ -229,9 +241,9 @@ export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig
       decl.push(`  var p${x}: ${vec ? v4 : t};`);
       // workgroup memory: vec4 along the own dimension, k-major
       let store: string;
-      if (!vec) store = `${S}[${kk} * ${W4} + ${d} / 4][${d} % 4] = p${x};`;
-      else if (mode === 'vec-row' && isA || mode === 'vec-col' && !isA) store = `${S}[${kk} * ${W4} + ${d} / 4] = p${x};`;
-      else store = [0, 1, 2, 3].map((i) => `${S}[(${kk} + ${i}) * ${W4} + ${d} / 4][${d} % 4] = p${x}.${'xyzw'[i]};`).join(' ');
+      if (!vec) store = `${S}[${kk} * ${W4} + ${d} / 4][${d} % 4] = ${toTile(`p${x}`, false)};`;
+      else if (mode === 'vec-row' && isA || mode === 'vec-col' && !isA) store = `${S}[${kk} * ${W4} + ${d} / 4] = ${toTile(`p${x}`, true)};`;
+      else store = [0, 1, 2, 3].map((i) => `${S}[(${kk} + ${i}) * ${W4} + ${d} / 4][${d} % 4] = ${toTile(`p${x}.${'xyzw'[i]}`, false)};`).join(' ');
       put.push(partial(l) ? `    if (${e} < ${units}) { ${store} }` : `    ${store}`);
     }
     const fetch = (ko: string): string[] => {
@@ -268,8 +280,9 @@ export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig
   const accDecl: string[] = [];
   for (let r = 0; r < TM; r++) accDecl.push(`  var ${Array.from({ length: RN }, (_, j) => acc(r, j)).join(`: ${v4}; var `)}: ${v4};`);
   const inner: string[] = [];
-  for (let i = 0; i < RM; i++) inner.push(`      let ra${i} = As[kk * ${BM4} + ty + ${WY * i}];`);
-  for (let j = 0; j < RN; j++) inner.push(`      let rb${j} = Bs[kk * ${BN4} + tx + ${WX * j}];`);
+  const fromTile = (x: string) => (half ? `${v4}(${x})` : x);
+  for (let i = 0; i < RM; i++) inner.push(`      let ra${i} = ${fromTile(`As[kk * ${BM4} + ty + ${WY * i}]`)};`);
+  for (let j = 0; j < RN; j++) inner.push(`      let rb${j} = ${fromTile(`Bs[kk * ${BN4} + tx + ${WX * j}]`)};`);
   const lanes = ['x', 'y', 'z', 'w'];
   for (let i = 0; i < RM; i++) {
     for (let c = 0; c < 4; c++) {
@@ -280,10 +293,10 @@ export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig
 
   const code = [
     decl,
-    `var<workgroup> As: array<${v4}, ${BK * BM4}>;`,
-    `var<workgroup> Bs: array<${v4}, ${BK * BN4}>;`,
+    `var<workgroup> As: array<${tile}, ${BK * BM4}>;`,
+    `var<workgroup> Bs: array<${tile}, ${BK * BN4}>;`,
     '',
-    `// matmul ${configName(cfg)}: A ${modeA}, B ${modeB}`,
+    `// matmul ${configName(cfg)}${half ? ', f16 tiles' : ''}: A ${modeA}, B ${modeB}`,
     `@compute @workgroup_size(${WX}, ${WY})`,
     'fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>, @builtin(local_invocation_index) lid: u32) {',
     '  let tx = i32(li.x); let ty = i32(li.y); let t = i32(lid);',
@@ -313,7 +326,8 @@ export function renderMatmul(k: MatmulKernel, alias: AliasMap, cfg: MatmulConfig
     '  }',
     '}',
   ];
-  return { code: `${h.source()}\n${code.filter((l) => l.trim() !== '').join('\n')}`, bindings: order, writable: bind.writable, grid, name: k.name };
+  // `enable` comes before every declaration, the helpers' included
+  return { code: `${half ? 'enable f16;\n' : ''}${h.source()}\n${code.filter((l) => l.trim() !== '').join('\n')}`, bindings: order, writable: bind.writable, grid, name: k.name };
 }
 
 const isVec = (m: LoadMode) => m === 'vec-col' || m === 'vec-row';
