@@ -1,14 +1,20 @@
-// The WebGPU op table, matmul configurations, autotune and profiling again on a Vulkan software
-// adapter with the features real GPUs have and Dawn's OpenGL path lacks: Mesa 25's lavapipe,
-// unpacked by scripts/lavapipe.sh (core WebGPU, 'subgroups' of 8 lanes, 'timestamp-query',
-// 'shader-f16'). The other webgpu test files run on Dawn's default adapter (OpenGL over Mesa
-// llvmpipe here: no subgroups, no timestamps). Each test file runs in its own process, so the
-// switches below reach only these imports. Skipped, with the reason, where lavapipe is absent.
+// WebGPU on a Vulkan software adapter with the features real GPUs have and Dawn's OpenGL path
+// lacks: Mesa 25's lavapipe, unpacked by scripts/lavapipe.sh (core WebGPU, 'subgroups' of 8
+// lanes, 'timestamp-query', 'shader-f16'). Here: subgroup row reductions (every reduction op,
+// eager and compiled, on and off, against float64, deterministic, and gpu.profile on timestamp
+// queries: test/helpers/subgroup-checks.ts, as in Chromium with 4 lanes), then the matmul tests
+// (f16 tiles, autotune timed by timestamps) on three configurations (Mesa 25 compiles a large
+// matmul shader for about a second: all thirteen run on the OpenGL path). The other webgpu test
+// files run on Dawn's default adapter (OpenGL over Mesa llvmpipe here: no subgroups, no
+// timestamps). Each test file runs in its own process, so the switches below reach only this
+// one. Skipped, with the reason, where lavapipe is absent.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { runSubgroupPage } from './helpers/webgpu-reductions.js';
+import { checkReferencesOnCpu, checkSubgroupResult, makeCases, reference } from './helpers/subgroup-checks.js';
 
 const icd = resolve(process.env.KILN_LAVAPIPE_ICD ?? '.lavapipe/lvp_icd.json');
 if (!existsSync(icd)) {
@@ -29,6 +35,22 @@ if (!existsSync(icd)) {
       await gpu.destroy();
     }
   });
-  await import('./webgpu.test.js');
+  test('subgroup row reductions on lavapipe (8 lanes): float64 references, determinism, the path taken, gpu.profile', async () => {
+    const seed = Math.floor(Math.random() * 2 ** 31);
+    console.log(`# lavapipe subgroups: seed ${seed}`);
+    // one row length per workgroup size (32, 64, 128, 256) and a long row: each length is its own
+    // set of kernels, and Mesa 25 compiles each for a while (all ten lengths run in Chromium)
+    const cases = makeCases(seed, [[2, 3], [5, 33], [3, 100], [6, 200], [2, 5000]]);
+    const refs = cases.map(reference);
+    checkReferencesOnCpu(cases, refs);
+    const { requestWebGpuBackend } = await import('kiln/node');
+    const gpu = await requestWebGpuBackend({ dawn: ['backend=vulkan'] });
+    try {
+      assert.ok(checkSubgroupResult(await runSubgroupPage(gpu, cases, cases[1]!), cases, refs, 'lavapipe'), 'lavapipe has subgroups');
+    } finally {
+      await gpu.destroy();
+    }
+  });
+  process.env.KILN_MATMUL_CONFIGS = '64x64x16/4x4,128x128x16/8x8+pf,32x32x16/4x4';
   await import('./webgpu-matmul.test.js');
 }

@@ -118,7 +118,14 @@ test('matmul configurations: the default is the 64x64x16/4x4 template; device li
 // ---- every configuration on the device ----
 
 /** Configurations this device can run. */
-const configs = (): MatmulConfig[] => MATMUL_CONFIGS.filter((c) => deviceProblem(c, gpu!.device.limits) === null);
+/**
+ * Configurations this device can run; KILN_MATMUL_CONFIGS (names, comma-separated) narrows them
+ * (test/webgpu-lavapipe.test.ts: Mesa 25 compiles each large matmul shader for about a second).
+ */
+const configs = (): MatmulConfig[] => {
+  const only = process.env.KILN_MATMUL_CONFIGS?.split(',');
+  return MATMUL_CONFIGS.filter((c) => deviceProblem(c, gpu!.device.limits) === null && (!only || only.includes(configName(c))));
+};
 
 interface Case {
   readonly label: string;
@@ -155,6 +162,24 @@ function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, bound: (i:
   }
 }
 
+/** Each case's matmul on the GPU in each configuration (gpu.matmulConfig, cleared after), values to `check`. */
+async function eachConfigAndCase(list: readonly MatmulConfig[], cases: readonly Case[], check: (cfg: MatmulConfig, i: number, got: ArrayLike<number>) => void): Promise<void> {
+  try {
+    for (const cfg of list) {
+      gpu!.matmulConfig = cfg;
+      for (let i = 0; i < cases.length; i++) {
+        const c = cases[i]!;
+        const out = onGpu(() => kiln.matmul(c.ga, c.gb));
+        const got = await out.data();
+        out.dispose();
+        check(cfg, i, got);
+      }
+    }
+  } finally {
+    gpu!.matmulConfig = null;
+  }
+}
+
 test(`webgpu matmul: every configuration against float64 on edge, batched, transposed and offset operands (seed ${seed})`, { skip }, async () => {
   kiln.manualSeed(seed);
   const T = (t: kiln.Tensor) => t.transpose(-1, -2);
@@ -184,22 +209,12 @@ test(`webgpu matmul: every configuration against float64 on edge, batched, trans
   const refs = cases.map(reference);
   const list = configs();
   assert.ok(list.some((c) => configName(c) === '64x64x16/4x4'), 'the default configuration runs here');
-  try {
-    for (const cfg of list) {
-      gpu!.matmulConfig = cfg;
-      for (let i = 0; i < cases.length; i++) {
-        const c = cases[i]!, r = refs[i]!;
-        const out = onGpu(() => kiln.matmul(c.ga, c.gb));
-        const got = await out.data();
-        out.dispose();
-        const label = `${configName(cfg)} ${c.label}`;
-        if (c.a.dtype === 'int32') assert.deepEqual(Array.from(got), Array.from(r.want), label);
-        else assertClose(got as Float32Array, r.want, (j) => 1e-6 + 2 * (r.k + 2) * 2 ** -24 * r.mag[j]!, label);
-      }
-    }
-  } finally {
-    gpu!.matmulConfig = null;
-  }
+  await eachConfigAndCase(list, cases, (cfg, i, got) => {
+    const c = cases[i]!, r = refs[i]!;
+    const label = `${configName(cfg)} ${c.label}`;
+    if (c.a.dtype === 'int32') assert.deepEqual(Array.from(got), Array.from(r.want), label);
+    else assertClose(got as Float32Array, r.want, (j) => 1e-6 + 2 * (r.k + 2) * 2 ** -24 * r.mag[j]!, label);
+  });
   console.log(`# ${list.length} configurations x ${cases.length} cases: ${list.map(configName).join(', ')}`);
 });
 
@@ -239,27 +254,17 @@ test(`webgpu matmul precision f16: operands rounded to f16 in the tiles, f32 sum
   let differs = 0;
   gpu!.matmulPrecision = 'f16';
   try {
-    for (const cfg of list) {
-      gpu!.matmulConfig = cfg;
-      for (let i = 0; i < cases.length; i++) {
-        const c = cases[i]!, r = refs[i]!;
-        const out = onGpu(() => kiln.matmul(c.ga, c.gb));
-        const got = await out.data();
-        out.dispose();
-        const label = `f16 ${configName(cfg)} ${c.label}`;
-        if (c.a.dtype === 'int32') {
-          assert.deepEqual(Array.from(got), Array.from(r.want), `${label}: integers never go through f16`);
-          continue;
-        }
-        // each operand rounds to a neighbouring f16 (relative 2^-10; subnormals below 2^-14 absolute
-        // 2^-24), the f32 products of f16 values are exact, the sums round as in float32
-        assertClose(got as Float32Array, r.want, (j) => 1e-5 + r.k * 2 ** -24 * 8 + (2.1 * 2 ** -10 + 2 * (r.k + 2) * 2 ** -24) * r.mag[j]!, label);
-        differs += Array.from(got).filter((v, j) => v !== f32[i]![j]).length;
-      }
-    }
+    await eachConfigAndCase(list, cases, (cfg, i, got) => {
+      const c = cases[i]!, r = refs[i]!;
+      const label = `f16 ${configName(cfg)} ${c.label}`;
+      if (c.a.dtype === 'int32') return assert.deepEqual(Array.from(got), Array.from(r.want), `${label}: integers never go through f16`);
+      // each operand rounds to a neighbouring f16 (relative 2^-10; subnormals below 2^-14 absolute
+      // 2^-24), the f32 products of f16 values are exact, the sums round as in float32
+      assertClose(got as Float32Array, r.want, (j) => 1e-5 + r.k * 2 ** -24 * 8 + (2.1 * 2 ** -10 + 2 * (r.k + 2) * 2 ** -24) * r.mag[j]!, label);
+      differs += Array.from(got).filter((v, j) => v !== f32[i]![j]).length;
+    });
   } finally {
     gpu!.matmulPrecision = 'float32';
-    gpu!.matmulConfig = null;
   }
   assert.ok(differs > 0, 'the f16 tiles change results (the f16 path ran)');
   // back to float32: the float32 results again, bit for bit
