@@ -362,6 +362,24 @@ test(`webgpu max-autotune: gpu.autotune measures, records the decision, and resu
   const afterExplain = onGpu(() => kiln.explain(fn, { backend: 'webgpu', mode: 'max-autotune', print: false })(x));
   const post = afterExplain.graphs[0]!.fusion!;
   assert.equal((post.match(new RegExp(`on webgpu: ${only.replace(/\+/g, '\\+')} \\(.*measured with`, 'g')) ?? []).length, 2, post);
+
+  // a winner holds for the precision it was measured at: with f16 tiles both keys wait again
+  if (!gpu!.hasShaderF16) return;
+  gpu!.matmulPrecision = 'f16';
+  try {
+    assert.equal(gpu!.tuner.pending, 2, 'not measured with f16 tiles yet');
+    const half = await gpu!.autotune(undefined, [], { candidates: ['32x32x16/4x4'], includeDefault: false, repeats: 1, targetMs: 1 });
+    assert.deepEqual(half.measured.map((r) => [r.chosen, r.precision]), [['32x32x16/4x4', 'f16'], ['32x32x16/4x4', 'f16']]);
+    const h = await callOnGpu(() => f(x) as kiln.Tensor);
+    assertClose(h.values, base, (j) => 2e-2 * (1 + Math.abs(base[j]!)), 'f16 tiles vs float32 default');
+  } finally {
+    gpu!.matmulPrecision = 'float32';
+  }
+  // back to float32: its winners are still known, nothing to measure
+  assert.equal(gpu!.tuner.pending, 0);
+  assert.equal((await gpu!.autotune()).measured.length, 0);
+  const back = await callOnGpu(() => f(x) as kiln.Tensor);
+  assert.deepEqual(back.values, retuned.values, 'the float32 winners again, bit for bit');
 });
 
 // ---- reduce-overhead after a configuration change ----

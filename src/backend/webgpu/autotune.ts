@@ -30,7 +30,7 @@ import type { FusionDecision, Lowered } from '../../compiler/lower.js';
 import { log } from '../../compiler/logs.js';
 import { isTensor } from '../../tensor/tensor.js';
 import { scope } from '../../tensor/scope.js';
-import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig } from './render-matmul.js';
+import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig, type MatmulPrecision } from './render-matmul.js';
 import { hasTimestamps, timePass } from './timestamps.js';
 import type { Compiled, WebGpuBackend, WebGpuBuffer } from './index.js';
 
@@ -59,6 +59,8 @@ export interface MatmulTuneResult {
   /** e.g. 'float32 [8192x768]@[768x3072]' */
   readonly shape: string;
   readonly key: string;
+  /** the backend's matmul precision it was measured at (a winner holds for that precision only) */
+  readonly precision: MatmulPrecision;
   readonly chosen: string;
   readonly config: MatmulConfig;
   readonly timing: 'timestamp-query' | 'wall clock';
@@ -100,8 +102,6 @@ export class MatmulTuner {
   private readonly results = new Map<string, MatmulTuneResult>();
   /** every key registered (what measuring it needs) */
   private readonly registered = new Map<string, Waiting>();
-  /** keys registered and not measured yet */
-  private readonly waiting = new Set<string>();
   /** kernels of max-autotune programs, with their key */
   private readonly keys = new WeakMap<MatmulKernel, string>();
   /** the decision lists that hold a key's `autotuned` decision (updated when it is measured) */
@@ -113,7 +113,7 @@ export class MatmulTuner {
   configFor(k: MatmulKernel): MatmulConfig {
     if (this.be.matmulConfig) return this.be.matmulConfig;
     const key = this.keys.get(k);
-    return (key !== undefined && this.results.get(key)?.config) || DEFAULT_MATMUL_CONFIG;
+    return (key !== undefined && this.results.get(this.atPrecision(key))?.config) || DEFAULT_MATMUL_CONFIG;
   }
 
   /** Measurements so far, by key. */
@@ -121,9 +121,21 @@ export class MatmulTuner {
     return this.results;
   }
 
-  /** Keys registered by max-autotune programs and not measured yet. */
+  /** Keys registered by max-autotune programs and not measured yet (at the backend's matmul precision). */
   get pending(): number {
-    return this.waiting.size;
+    return this.unmeasured().length;
+  }
+
+  /**
+   * A measurement holds for the precision it was made at: f16 tiles (gpu.matmulPrecision) halve
+   * the workgroup memory, so another configuration may win.
+   */
+  private atPrecision(key: string): string {
+    return this.be.matmulPrecision === 'float32' ? key : `${this.be.matmulPrecision}|${key}`;
+  }
+
+  private unmeasured(): string[] {
+    return [...this.registered.keys()].filter((key) => !this.results.has(this.atPrecision(key)));
   }
 
   /**
@@ -140,14 +152,13 @@ export class MatmulTuner {
         const sizes = new Map<number, { dtype: DType; size: number }>();
         for (const b of l.buffers) sizes.set(b.id, { dtype: b.dtype, size: b.size });
         this.registered.set(key, { kernel: k, sizes });
-        if (!this.results.has(key)) this.waiting.add(key);
       }
       // a program from the persistent cache carries the decision made when it was stored: replace it
       const old = l.decisions.findIndex((d) => d.decision === 'autotuned' && d.reason.startsWith(`${k.name} `));
       const d: FusionDecision = { decision: 'autotuned', nodes: k.stores.map((st) => st.node).filter((n) => n >= 0), reason: this.reason(k, key) };
       if (old >= 0) l.decisions[old] = d;
       else l.decisions.push(d);
-      if (this.results.has(key)) continue;
+      if (this.results.has(this.atPrecision(key))) continue;
       // a decision still waiting: updated in place when the measurement lands
       let refs = this.decisionLists.get(key);
       if (!refs) this.decisionLists.set(key, (refs = []));
@@ -157,7 +168,7 @@ export class MatmulTuner {
   }
 
   private reason(k: MatmulKernel, key: string): string {
-    const r = this.results.get(key);
+    const r = this.results.get(this.atPrecision(key));
     if (this.be.matmulConfig) return `${k.name} ${shapeOf(k)} on webgpu: ${configName(this.be.matmulConfig)} (forced by backend.matmulConfig)`;
     if (!r) return `${k.name} ${shapeOf(k)} on webgpu: default ${configName(DEFAULT_MATMUL_CONFIG)} for now (not measured on this device yet: \`await gpu.autotune()\` times the configurations; the program switches at its next call)`;
     const times = r.candidates.map((c) => `${c.config}: ${c.ms === null ? `failed (${c.error})` : `${c.ms.toFixed(3)} ms`}`).join(', ');
@@ -168,18 +179,17 @@ export class MatmulTuner {
   async tune(opts: AutotuneOptions = {}): Promise<AutotuneReport> {
     const t0 = performance.now();
     const be = this.be;
-    if (opts.force) for (const key of this.registered.keys()) this.waiting.add(key);
+    const todo = opts.force ? [...this.registered.keys()] : this.unmeasured();
     const candidates = (opts.candidates ?? MATMUL_CONFIGS).map((c) => (typeof c === 'string' ? parseConfig(c) : c));
     if (opts.includeDefault !== false && !candidates.some((c) => configName(c) === configName(DEFAULT_MATMUL_CONFIG))) candidates.unshift(DEFAULT_MATMUL_CONFIG);
     if (candidates.length === 0) throw new Error('kiln: gpu.autotune needs at least one candidate configuration');
     const measured: MatmulTuneResult[] = [];
     be.submit();
     await be.sync();
-    for (const key of [...this.waiting]) {
+    for (const key of todo) {
       const r = await this.measure(key, this.registered.get(key)!, candidates, opts);
-      this.waiting.delete(key);
       if (!r) continue;
-      this.results.set(key, r);
+      this.results.set(this.atPrecision(key), r);
       measured.push(r);
       this.refreshDecisions(key);
       log('perf', `webgpu autotune: ${r.kernel} ${r.shape}: ${r.chosen} (${r.candidates.map((c) => `${c.config} ${c.ms === null ? 'failed' : `${c.ms.toFixed(3)} ms`}`).join(', ')}; ${r.timing})`);
@@ -263,7 +273,7 @@ export class MatmulTuner {
     const config = parseConfig(best.config);
     const flops = 2 * k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
     const timing = hasTimestamps(be.device) ? 'timestamp-query' : 'wall clock';
-    return { kernel: k.name, shape: shapeOf(k), key, chosen: best.config, config, timing, batch, candidates: times, gflops: flops / (best.ms! * 1e6) };
+    return { kernel: k.name, shape: shapeOf(k), key, precision: be.matmulPrecision, chosen: best.config, config, timing, batch, candidates: times, gflops: flops / (best.ms! * 1e6) };
   }
 
   /** `gpu.autotune(f, args)`: compile f for args (warm-up restores state it knows), then measure. */
