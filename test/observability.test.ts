@@ -72,9 +72,9 @@ test('compile timings add up: trace + passes + lowering (or the cached program) 
     const f = kiln.compile((x: kiln.Tensor) => kiln.gelu(x.matmul(w)).sum(-1), { name: `timed${run}` });
     kiln.scope(() => { f(kiln.randn([8, 16])); });
     const t = f.compiled.report!.timings;
-    const parts = t.trace + t.codegen + Object.values(t.passes).reduce((a, b) => a + b, 0);
-    assert.ok(t.trace >= 0 && t.codegen >= 0, JSON.stringify(t));
-    assert.ok(Math.abs(parts - (t.total - t.firstRun)) < 1e-6, JSON.stringify(t));
+    // trace is what remains of total - firstRun after codegen and the passes, so the parts add up
+    // by construction; a stage counted twice shows as a negative remainder
+    assert.ok(t.trace >= 0 && t.codegen >= 0 && t.firstRun >= 0 && t.firstRun <= t.total, JSON.stringify(t));
     assert.ok('lower' in t.passes || 'cached_program' in t.passes, JSON.stringify(t.passes));
   }
 });

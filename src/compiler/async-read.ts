@@ -91,35 +91,67 @@ export class Ambient {
 }
 
 /**
+ * Drives a generator whose stretches between reads run through `h.run` (the caller's backend and
+ * grad mode in place, see Ambient): at each yield `h.atRead` sees the request before its values
+ * are awaited and sent back (a failed read is thrown where the generator yielded, as an awaited
+ * one would be); `h.done` gets the return value, still inside the caller's context. On an error
+ * the generator is closed, so its finally blocks run.
+ */
+export async function driveGenerator<R>(gen: Generator<unknown, unknown, unknown>, fn: string, h: { run<T>(f: () => T): T; atRead(req: ReadRequest): void; done(value: unknown): R }): Promise<R> {
+  const ambient = new Ambient(); // made before the first await: the call's own context
+  let resume: { value: unknown } | { error: unknown } = { value: undefined };
+  try {
+    for (;;) {
+      const leave = ambient.enter();
+      let req: ReadRequest;
+      try {
+        const step = h.run(() => ('error' in resume ? gen.throw(resume.error) : gen.next(resume.value)));
+        if (step.done) return h.done(step.value);
+        req = readRequestOf(step.value, fn);
+        h.atRead(req);
+      } finally {
+        leave();
+      }
+      try {
+        resume = { value: await req.values() };
+      } catch (e) {
+        resume = { error: e };
+      }
+    }
+  } catch (e) {
+    closeQuietly(gen);
+    throw e;
+  }
+}
+
+/** Lets a generator run its finally blocks after kiln stopped it (an error at a read or a break). */
+export function closeQuietly(gen: Generator<unknown, unknown, unknown>): void {
+  try {
+    gen.return(undefined);
+  } catch {
+    // the generator's own cleanup failed: the error that stopped it is the one to report
+  }
+}
+
+/**
  * Runs a generator function's body without compiling (stances, disable, recompile limit):
  * reads are plain awaits; the call is a scope, as when compiled.
  */
 export async function runEagerly(gen: Generator<unknown, unknown, unknown>, fn: string): Promise<unknown> {
   const scope = new SteppedScope();
-  const ambient = new Ambient();
-  const resume = (r: { value: unknown } | { error: unknown }) => {
-    const leave = ambient.enter();
-    scope.enter();
-    try {
-      return 'error' in r ? gen.throw(r.error) : gen.next(r.value);
-    } finally {
-      scope.exit();
-      leave();
-    }
-  };
   try {
-    let step = resume({ value: undefined });
-    while (!step.done) {
-      const req = readRequestOf(step.value, fn);
-      let r: { value: unknown } | { error: unknown };
-      try {
-        r = { value: await req.values() };
-      } catch (e) {
-        r = { error: e };
-      }
-      step = resume(r);
-    }
-    return scope.close(step.value, isTensor);
+    return await driveGenerator(gen, fn, {
+      run: (f) => {
+        scope.enter();
+        try {
+          return f();
+        } finally {
+          scope.exit();
+        }
+      },
+      atRead: () => undefined,
+      done: (value) => scope.close(value, isTensor),
+    });
   } catch (e) {
     scope.abort();
     throw e;

@@ -31,7 +31,7 @@ import { fillTemplate, templateOf } from './result-template.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
-import { Ambient, isGenerator, isGeneratorFunction, readRequestOf, runEagerly, type ReadRequest } from './async-read.js';
+import { closeQuietly, driveGenerator, isGenerator, isGeneratorFunction, runEagerly, type ReadRequest } from './async-read.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -358,7 +358,7 @@ export class CompiledFunction {
       }
       if (result instanceof Promise) {
         result.catch(() => undefined); // its own failure (e.g. an asynchronous read) is superseded by this error
-        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code; await outside the compiled function, or write it as a generator that reads with \`const v = yield* kiln.read(t)\` (an explicit graph break; the compiled function then returns a Promise)${runtime.backend.syncReads === false ? ` (on ${runtime.backend.name}, reading a tensor is asynchronous: ${ASYNC_READ_HINT})` : ''}`);
+        throw new GraphBreakError('the compiled function returned a Promise', `compile synchronous tensor code and await outside the compiled function, or ${GENERATOR_HINT}`);
       }
       const out = this.finishTrace(run, result, existing);
       finished = true;
@@ -375,38 +375,21 @@ export class CompiledFunction {
    */
   private async driveTrace(run: TraceRun, gen: Generator<unknown, unknown, unknown>, existing: Entry | null): Promise<unknown> {
     let result: unknown;
-    const ambient = new Ambient(); // the caller's backend and grad mode, for every stretch and segment
     try {
-      let resume: { value: unknown } | { error: unknown } = { value: undefined };
-      for (;;) {
-        const leave = ambient.enter();
-        let req: ReadRequest;
-        try {
+      result = await driveGenerator(gen, this.name, {
+        run: (f) => {
           installTracer(run);
-          let step: IteratorResult<unknown, unknown>;
           try {
-            step = 'error' in resume ? gen.throw(resume.error) : gen.next(resume.value);
+            return f();
           } finally {
             uninstallTracer(run);
           }
-          if (step.done) {
-            result = this.finishTrace(run, step.value, existing);
-            break;
-          }
-          req = readRequestOf(step.value, this.name);
-          this.asyncReadBreak(run, req);
-        } finally {
-          leave();
-        }
-        try {
-          resume = { value: await req.values() };
-        } catch (e) {
-          resume = { error: e }; // thrown where the generator yielded, as an awaited read would
-        }
-      }
+        },
+        atRead: (req) => this.asyncReadBreak(run, req),
+        done: (value) => this.finishTrace(run, value, existing),
+      });
     } catch (e) {
       this.report = run.report; // explain() shows the breaks before the error
-      closeQuietly(gen);
       endTrace(run, false);
       run.scope!.abort();
       throw e;
@@ -424,11 +407,15 @@ export class CompiledFunction {
     const hint = 'an explicit read: the graph before it runs and its values are read back (awaited on webgpu); keep the values on tensors (kiln.where, masks) to stay in one graph';
     if (this.opts.fullgraph) throw new GraphBreakError(`graph break in ${this.name}: ${reason}`, `${hint}; fullgraph forbids breaks`, location);
     this.recordBreak(run.report, reason, location, hint);
-    const tracer = run.tracer;
-    const graph = tracer.graph;
-    graph.outputs = tracer.liveNodes();
-    this.finishSegment(tracer, graph, run.report, (ms) => (run.codegen += ms), run.args);
-    tracer.startSegment();
+    this.flushSegment(run);
+  }
+
+  /** A graph break: the graph so far runs on the live proxies' behalf, and tracing goes on in a new one. */
+  private flushSegment(run: TraceRun): void {
+    const graph = run.tracer.graph;
+    graph.outputs = run.tracer.liveNodes();
+    this.finishSegment(run.tracer, graph, run.report, (ms) => (run.codegen += ms), run.args);
+    run.tracer.startSegment();
   }
 
   /** The end of a trace: the last segment's outputs are the result, new grads, and tensors that escaped (kept). */
@@ -515,10 +502,7 @@ export class CompiledFunction {
       const message = `graph break in ${this.name} at ${location}: ${reason}`;
       throw runtime.backend.syncReadError?.(message, 'compile', hint) ?? new SyncReadError(message, 'compile', hint);
     }
-    const graph = tracer.graph;
-    graph.outputs = tracer.liveNodes();
-    this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), run.args);
-    tracer.startSegment();
+    this.flushSegment(run);
     runtime.tracer = tracer;
     if (!req.tensor) return undefined;
     const saved = runtime.tracer;
@@ -559,7 +543,7 @@ export class CompiledFunction {
     }
     const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
     // the printed forms are made when read (explain, logs, debug dumps), not on every trace:
-    // printing a program's kernels cost ~10 ms of a first call
+    // printing a program's kernels is text for every kernel, work a first call should not pay for
     const shown = program;
     let text: string | undefined, printed: string | undefined;
     const graphText = () => (text ??= shown instanceof DynamicProgram && dyn ? printGraph(dyn.graph) : printGraph(optimized));
@@ -698,7 +682,8 @@ function disposeProxies(tracer: Tracer): void {
   for (const list of tracer.proxies.values()) for (const p of list) if (!p.hasStorage) p.dispose();
 }
 
-const ASYNC_READ_HINT = 'write the compiled function as a generator and read with `const v = yield* kiln.read(t)` (an explicit asynchronous graph break; the compiled function then returns a Promise), or split it at the read into two compiled functions with `await t.data()` between them, or keep the value on tensors (kiln.where, masks) so no read is needed. item(), dataSync() and toArray() inside compiled code raise WebGpuSyncReadError on webgpu';
+const GENERATOR_HINT = 'write the compiled function as a generator and read with `const v = yield* kiln.read(t)` (an explicit asynchronous graph break; the compiled function then returns a Promise)';
+const ASYNC_READ_HINT = GENERATOR_HINT + ', or split it at the read into two compiled functions with `await t.data()` between them, or keep the value on tensors (kiln.where, masks) so no read is needed. item(), dataSync() and toArray() inside compiled code raise WebGpuSyncReadError on webgpu';
 
 /** One trace of a call: its tracer, report and the state its hooks need, across the stretches of a generator. */
 interface TraceRun {
@@ -748,14 +733,6 @@ function endTrace(run: TraceRun, finished: boolean): void {
   if (!finished) disposeProxies(run.tracer);
 }
 
-/** Lets a generator run its finally blocks after kiln stopped it (an error at a read or a break). */
-function closeQuietly(gen: Generator<unknown, unknown, unknown>): void {
-  try {
-    gen.return(undefined);
-  } catch {
-    // the generator's own cleanup failed: the error that stopped it is the one to report
-  }
-}
 
 function breakHint(reason: string): string {
   if (reason.includes('read')) return 'keep the value on tensors (kiln.where, masks) or move the read outside the compiled function';
