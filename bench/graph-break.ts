@@ -12,8 +12,8 @@
 // segment's program by structure), so the cost of a break is its retrace plus the segments'
 // missed fusion across the break: the two break rows minus the compiled row.
 //
-// Run: npx tsx bench/graph-break.ts [--backend=js|wasm|native] [--iters=30]
-// Writes bench/results/graph-break-<backend>.json.
+// Run: npx tsx bench/graph-break.ts [--backend=js|wasm|native] [--iters=30] [--dims=64,256,10]
+// Writes bench/results/graph-break-<backend>[-<dims>].json.
 
 import * as kiln from 'kiln';
 import { buildMlp, MLP_BATCH, MLP_DIMS } from './workloads/w1.js';
@@ -23,6 +23,8 @@ import { fmtMs, fmtRatio, intArg, machineInfo, parseArgs, printTable, writeJson 
 const args = parseArgs();
 const BACKEND = args.get('backend') ?? 'js';
 const ITERS = intArg(args, 'iters', 30);
+/** the MLP's layer sizes (default W2's 784-1024-1024-10); a small one shows the re-trace a break costs */
+const DIMS = (args.get('dims') ?? MLP_DIMS.join(',')).split(',').map(Number);
 if (BACKEND === 'native') await import('kiln/node'); // registers the native backend
 
 interface Variant {
@@ -33,10 +35,10 @@ interface Variant {
 
 function setup() {
   kiln.manualSeed(1);
-  const model = buildMlp();
+  const model = buildMlp(DIMS);
   const opt = new kiln.optim.SGD(model.parameters(), { lr: 0.01 });
-  const x = kiln.keep(kiln.randn([MLP_BATCH, MLP_DIMS[0]]));
-  const y = kiln.keep(kiln.randint(0, MLP_DIMS[MLP_DIMS.length - 1]!, [MLP_BATCH]));
+  const x = kiln.keep(kiln.randn([MLP_BATCH, DIMS[0]!]));
+  const y = kiln.keep(kiln.randint(0, DIMS[DIMS.length - 1]!, [MLP_BATCH]));
   return { model, opt, x, y };
 }
 
@@ -108,12 +110,13 @@ for (const [name, ls] of losses) {
 }
 const floor = timings['compiled']!.medianMs;
 const signed = (ms: number) => `${ms >= 0 ? '+' : '-'}${fmtMs(Math.abs(ms))}`;
-console.log(`\nW2 step with a read of its loss, backend ${BACKEND}, ${ITERS} calls each (round-robin), median ms:`);
+console.log(`\nMLP ${DIMS.join('-')} step (batch ${MLP_BATCH}) with a read of its loss, backend ${BACKEND}, ${ITERS} calls each (round-robin), median ms:`);
 printTable(['variant', '', 'median', 'p95', 'first call', 'vs compiled', 'break cost'], vs.map((v) => {
   const t = timings[v.name]!;
   return [v.name, '', fmtMs(t.medianMs), fmtMs(t.p95Ms), fmtMs(t.firstMs), fmtRatio(t.medianMs / floor), v.name.includes('break') || v.name.includes('read') ? signed(t.medianMs - floor) : ''];
 }));
 console.log(`floor: the compiled step without a break (${fmtMs(floor)}); eager is ${fmtRatio(timings['eager']!.medianMs / floor)} of it`);
-const out = `bench/results/graph-break-${BACKEND}.json`;
-writeJson(out, { machine: machineInfo(), backend: BACKEND, iters: ITERS, workload: 'W2 step, loss read each step', timings, stats: { asyncReads: kiln.stats().asyncReads, graphsCompiled: kiln.stats().graphsCompiled, segmentHits: kiln.stats().segmentHits } });
+const custom = DIMS.join(',') !== MLP_DIMS.join(',');
+const out = `bench/results/graph-break-${BACKEND}${custom ? `-${DIMS.join('-')}` : ''}.json`;
+writeJson(out, { machine: machineInfo(), backend: BACKEND, iters: ITERS, workload: `MLP ${DIMS.join('-')} step, batch ${MLP_BATCH}, loss read each step`, timings, stats: { asyncReads: kiln.stats().asyncReads, graphsCompiled: kiln.stats().graphsCompiled, segmentHits: kiln.stats().segmentHits } });
 console.log(`wrote ${out}`);
