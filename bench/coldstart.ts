@@ -23,7 +23,7 @@
 // Run:  npx tsx bench/coldstart.ts [--only=W7] [--backends=js,native,wasm] [--iters=3] [--repeat=3] [--out=bench/results/coldstart.json]
 
 import { spawnSync } from 'node:child_process';
-import type * as Kiln from 'kiln';
+import type * as Kiln from 'kilnjs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,8 +46,8 @@ interface ChildOut {
 const SELF = fileURLToPath(import.meta.url);
 
 async function child(spec: { id: string; backend: string; phase: string; artifact?: string; iters: number }): Promise<void> {
-  const kiln = await import('kiln');
-  const kilnNode = await import('kiln/node');
+  const kiln = await import('kilnjs');
+  const kilnNode = await import('kilnjs/node');
   const { workload } = await import('./workloads/index.js');
   const w = workload(spec.id);
   const inst = w.setup({});
@@ -116,8 +116,8 @@ async function main(): Promise<void> {
   const iters = intArg(args, 'iters', 3);
   const repeat = Math.max(1, intArg(args, 'repeat', 1));
   const only = (args.get('only') ?? 'W2,W6,W7').split(',').map((s) => s.trim().toUpperCase());
-  await import('kiln'); // registers the browser-safe backends (wasm); 'kiln/node' adds native
-  const kilnNode = await import('kiln/node');
+  await import('kilnjs'); // registers the browser-safe backends (wasm); 'kilnjs/node' adds native
+  const kilnNode = await import('kilnjs/node');
   const { registeredKernelBackends } = await import('../src/compiler/backend-choice.js');
   const wanted = args.get('backends')?.split(',') ?? ['js', 'native', 'wasm'];
   const backends: { name: string; skip: string | null }[] = wanted.map((name) => {

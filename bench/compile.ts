@@ -28,7 +28,7 @@
 //
 // Writes bench/results/compile.json (machine info, every sample, stats, failures).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { compare, round, type Candidate, type Timing } from './lib/timing.js';
 import { finishMachineInfo, fmtMs, fmtRatio, gflops, intArg, joinSpacedValues, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
 import { WORKLOADS, type Instance, type Workload } from './workloads/index.js';

@@ -27,8 +27,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as kiln from 'kiln';
-import { clearNativeMemoryCache, nativeStats, nativeUnavailableReason } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { clearNativeMemoryCache, nativeStats, nativeUnavailableReason } from 'kilnjs/node';
 import { threadCount } from '../src/backend/js/threads.js';
 import { checkBars, type Bar } from './lib/cpu-bars.js';
 import { blasMatmulRate, jsCopyBandwidth, nativeCopyBandwidth, w4Floor, type Floor } from './lib/floors.js';

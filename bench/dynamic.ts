@@ -15,7 +15,7 @@
 // --ratio-only: skip the 200-call stream (its static variant compiles once per size) and
 // measure only the steady-state ratios.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { finishMachineInfo, fmtMs, intArg, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
 import { MlpBlock, W3_DIM } from './workloads/w3.js';
 import { Decoder, W7_DIM } from './workloads/w7.js';
@@ -29,7 +29,7 @@ const RATIO_ITERS = intArg(args, 'ratio-iters', 5);
 const BACKEND = args.get('backend') ?? 'js';
 const RATIO_ONLY = args.get('ratio-only') === 'true';
 const OUT = args.get('out') ?? `bench/results/dynamic${BACKEND === 'js' ? '' : `-${BACKEND}`}.json`;
-if (BACKEND === 'native') await import('kiln/node'); // registers the native backend
+if (BACKEND === 'native') await import('kilnjs/node'); // registers the native backend
 const ONLY = new Set((args.get('only') ?? 'W3,W7').split(',').map((s) => s.trim().toUpperCase()));
 
 /** A small seeded generator for the size stream (independent of kiln's). */

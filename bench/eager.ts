@@ -17,7 +17,7 @@
 // ~3 s a call, so it gets --slow-iters (default 5) calls; everything else gets --iters.
 // Writes bench/results/eager.json (every sample, machine info, the bar check).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { tf, setupTfjsCpu } from './lib/tfjs.js';
 import { compare, round, type Candidate, type Timing } from './lib/timing.js';
 import { matmulFlops, mlpForwardFlops, mlpTrainStepFlops } from './lib/flops.js';

@@ -28,8 +28,8 @@
 
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { requestWebGpuBackend } from 'kilnjs/node';
 import { parseConfig } from '../src/backend/webgpu/render-matmul.js';
 import { WORKLOADS, type Instance, type WorkloadSize } from './workloads/index.js';
 

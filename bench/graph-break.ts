@@ -15,7 +15,7 @@
 // Run: npx tsx bench/graph-break.ts [--backend=js|wasm|native] [--iters=30] [--dims=64,256,10]
 // Writes bench/results/graph-break-<backend>[-<dims>].json.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { buildMlp, MLP_BATCH, MLP_DIMS } from './workloads/w1.js';
 import { compare } from './lib/timing.js';
 import { fmtMs, fmtRatio, intArg, machineInfo, parseArgs, printTable, writeJson } from './lib/report.js';
@@ -25,7 +25,7 @@ const BACKEND = args.get('backend') ?? 'js';
 const ITERS = intArg(args, 'iters', 30);
 /** the MLP's layer sizes (default W2's 784-1024-1024-10); a small one shows the re-trace a break costs */
 const DIMS = (args.get('dims') ?? MLP_DIMS.join(',')).split(',').map(Number);
-if (BACKEND === 'native') await import('kiln/node'); // registers the native backend
+if (BACKEND === 'native') await import('kilnjs/node'); // registers the native backend
 
 interface Variant {
   name: string;

@@ -12,8 +12,8 @@
 // Run:  npx tsx bench/native.ts [--iters=20] [--warmup=3] [--only=W4,MM1024,W1,W3] [--js]
 // Threads: KILN_THREADS (default: all cores) for kiln, the floor and numpy.
 
-import * as kiln from 'kiln';
-import { nativeStats, nativeUnavailableReason } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { nativeStats, nativeUnavailableReason } from 'kilnjs/node';
 import { compare, type Candidate } from './lib/timing.js';
 import { w1 } from './workloads/w1.js';
 import { w3 } from './workloads/w3.js';

@@ -3,7 +3,7 @@
 // Run: npx tsx bench/overhead.ts   (writes bench/results/overhead.json)
 
 import { writeFileSync, mkdirSync } from 'node:fs';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 const OPS = 50;
 function chain(x: kiln.Tensor, w: kiln.Tensor): kiln.Tensor {

@@ -13,8 +13,8 @@
 //
 // Run: npx tsx bench/webgpu-overhead.ts [--calls 40]   (llvmpipe here: slow GPU, JS numbers hold)
 
-import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { requestWebGpuBackend } from 'kilnjs/node';
 import { MlpClassifier } from '../examples/mlp.js';
 import { buildMlp, MLP_BATCH, MLP_DIMS } from './workloads/w1.js';
 import { intArg, joinSpacedValues, parseArgs } from './lib/report.js';

@@ -1,4 +1,4 @@
-// The `kiln` command line (see src/advisor/cli.ts):
+// The `kilnjs` command line (see src/advisor/cli.ts):
 //   npx tsx bin/kiln.ts advise [workload-module] [--example NAME] [options]   (kiln advise --help)
 //   npx tsx bin/kiln.ts cache save <file> | cache load <file> | cache dir  (src/compiler/cache/bundle.ts)
 

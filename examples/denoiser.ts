@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { Args } from './lib/args.js';
 import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
 import { psnr } from './lib/metrics.js';
@@ -146,7 +146,7 @@ export interface TrainDenoiserOptions {
   /** seed of the model's weights and of the training noise (kiln.manualSeed) */
   seed?: number;
   compile?: boolean;
-  /** kiln.compile's backend option (native and auto after importing 'kiln/node') */
+  /** kiln.compile's backend option (native and auto after importing 'kilnjs/node') */
   backend?: ExampleBackend;
   fullgraph?: boolean;
   /** evaluate held-out PSNR every this many steps; 0 = only at the end */

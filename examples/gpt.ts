@@ -16,7 +16,7 @@
 //   npx tsx examples/gpt.ts [--compile]     (W7 inference, eager or compiled, timed)
 
 import { pathToFileURL } from 'node:url';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 const { nn } = kiln;
 

@@ -5,7 +5,7 @@
 //   npx tsx examples/mlp.ts [--epochs N] [--compile]
 
 import { pathToFileURL } from 'node:url';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { Args } from './lib/args.js';
 import { compilerSummary } from './lib/run-report.js';
 

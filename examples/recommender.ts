@@ -21,7 +21,7 @@
 // 10,000 rows x 16 dims, bottom MLP 13->512->256->16, top MLP 367->512->256->1, batch 512.
 
 import { pathToFileURL } from 'node:url';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { upperTriangleIndex, W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_ROWS, W6_TABLES, W6_TOP } from '../bench/workloads/w6.js';
 import { Args } from './lib/args.js';
 import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
@@ -328,7 +328,7 @@ export interface TrainRecommenderOptions {
   seed?: number;
   /** compile the training step with kiln.compile */
   compile?: boolean;
-  /** kiln.compile's backend option (native and auto after importing 'kiln/node') */
+  /** kiln.compile's backend option (native and auto after importing 'kilnjs/node') */
   backend?: ExampleBackend;
   /** kiln.compile's fullgraph option (throw at a graph break) */
   fullgraph?: boolean;

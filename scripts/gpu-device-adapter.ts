@@ -4,8 +4,8 @@
 // scripts/gpu-device-prepare.sh); locally: npx tsx scripts/gpu-device-adapter.ts
 // Exit status 0 when the adapter works; 1 when none was found or the check failed.
 
-import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { requestWebGpuBackend } from 'kilnjs/node';
 
 const t0 = performance.now();
 try {

@@ -8,7 +8,7 @@
 // test/webgpu*.test.ts except the *-browser.test.ts (they drive Chromium) and webgpu-lavapipe (a software adapter). Outputs keep their folder:
 // .device/bench/gpu.mjs, .device/test/webgpu.test.mjs, shared code in .device/chunks/.
 //
-// - 'kiln' and 'kiln/node' (the package's self-reference, package.json "exports") resolve to
+// - 'kilnjs' and 'kilnjs/node' (the package's self-reference, package.json "exports") resolve to
 //   the same source files as the relative imports, so there is one copy of kiln per bundle.
 // - `webgpu` and `koffi` stay external: node finds them in .device/node_modules.
 // - Every output lies two folders below the repository root, and each `import.meta.url` in a

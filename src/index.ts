@@ -1,5 +1,5 @@
 // kiln: PyTorch-style tensors for TypeScript. The browser-safe entry point; Node-only
-// features (files, native backends) live in 'kiln/node'.
+// features (files, native backends) live in 'kilnjs/node'.
 
 import './tensor/methods.js';
 import { isTensor, Tensor } from './tensor/tensor.js';

@@ -1,5 +1,5 @@
 // kiln/node: the Node-only entry point (files, the native backend). Everything browser-safe
-// is in 'kiln'. Importing it registers kiln.compile's backend 'native'.
+// is in 'kilnjs'. Importing it registers kiln.compile's backend 'native'.
 
 import './tensor/methods.js';
 import './backend/native/register.js';

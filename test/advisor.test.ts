@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import {
   advise, main, speedupInterval, breakEven, buildReport, checklist, compiledIsFaster, decide, loadExample, measure, parseProcessLifetime, project, renderHtml,
   validateJsonSchema, verdictInput, withWarmCache, WorkloadError, type AdvisorReport, type BreakEven, type CacheFacts, type Io, type JsonSchema, type Usage, type VerdictInput, type Workload,

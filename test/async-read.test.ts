@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { runtime } from '../src/ops/dispatch.js';
 
 const seed = Date.now() % 100_000;

@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import type { Tensor } from './op-table.js';
 
 const vals = (t: Tensor): number[] => Array.from(t.dataSync());

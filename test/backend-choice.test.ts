@@ -8,12 +8,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import * as kiln from 'kiln';
-import { nativeUnavailableReason } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { nativeUnavailableReason } from 'kilnjs/node';
 
 const SCRIPT = `
-import * as kiln from 'kiln';
-import 'kiln/node';
+import * as kiln from 'kilnjs';
+import 'kilnjs/node';
 const f = (x) => x.mul(2).add(1).tanh();
 const x = kiln.randn([64, 32]);
 const ex = kiln.explain(f, { backend: 'auto', print: false })(x);

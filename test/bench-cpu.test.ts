@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { buildOnnxModel } from '../bench/onnx/graphs.js';
 import { Writer } from '../bench/onnx/proto.js';
 import { peerCase } from '../bench/lib/peer-case.js';

@@ -1,4 +1,4 @@
-// The core entry point must bundle for browsers: no Node built-ins reachable from 'kiln'.
+// The core entry point must bundle for browsers: no Node built-ins reachable from 'kilnjs'.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -9,8 +9,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as kiln from 'kiln';
-import * as kilnNode from 'kiln/node';
+import * as kiln from 'kilnjs';
+import * as kilnNode from 'kilnjs/node';
 import { buildModel, input } from './fixtures/cache-child.js';
 import { wasmUnavailableReason } from '../src/backend/wasm/index.js';
 
@@ -146,7 +146,7 @@ test('corrupt entries (flipped bytes, truncated, another kiln version) are detec
       return c;
     }],
     ['truncate', (b) => b.subarray(0, Math.floor(b.length / 2))],
-    ['version', (b) => Buffer.from(b.toString('latin1').replace(/"kiln":"[^"]*"/, '"kiln":"9.9.9"'), 'latin1')],
+    ['version', (b) => Buffer.from(b.toString('latin1').replace(/"kilnjs":"[^"]*"/, '"kilnjs":"9.9.9"'), 'latin1')],
     ['garbage', () => Buffer.from('not a cache entry at all')],
   ];
   for (const [what, f] of damage) {
@@ -201,14 +201,14 @@ test('a process that writes once still keeps the folder under its cap (the scan 
 
 test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph, compiled or given as { captures }', () => {
   const dir = fresh('class-edit');
-  // inside the package (so 'kiln' resolves), in the ignored .probe/ folder
+  // inside the package (so 'kilnjs' resolves), in the ignored .probe/ folder
   const scratch = join(import.meta.dirname, '..', '.probe', `cache-class-${process.pid}`);
   mkdirSync(scratch, { recursive: true });
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
   const variant = (act: string) => {
     const path = join(scratch, `class-${act}.ts`);
-    writeFileSync(path, `import * as kiln from 'kiln';
-import 'kiln/node';
+    writeFileSync(path, `import * as kiln from 'kilnjs';
+import 'kilnjs/node';
 class Block extends kiln.nn.Module {
   readonly lin = new kiln.nn.Linear(8, 8);
   forward(x: kiln.Tensor): kiln.Tensor { return this.act(this.lin.call(x)); }
@@ -251,7 +251,7 @@ test('an artifact from another kiln version fails with a clear ArtifactError', (
   const path = join(ROOT, 'old.kiln');
   const model = buildModel();
   kiln.noGrad(() => kilnNode.export(model, [input(3)], path));
-  const b = readFileSync(path).toString('latin1').replaceAll(/"kiln":"[^"]*"/g, '"kiln":"0.0.1-old"');
+  const b = readFileSync(path).toString('latin1').replaceAll(/"kilnjs":"[^"]*"/g, '"kilnjs":"0.0.1-old"');
   writeFileSync(path, Buffer.from(b, 'latin1'));
   assert.throws(() => kilnNode.load(path), (e: Error) => e.name === 'ArtifactError' && /artifact built by kiln 0\.0\.1-old on \w+-\w+.*this is kiln \d/.test(e.message));
   writeFileSync(path, readFileSync(path).subarray(0, 200));

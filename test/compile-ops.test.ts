@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { OP_TABLE } from './op-table.js';
 import { READS_DATA, checkCompiledCase } from './helpers/compiled-op-case.js';
 

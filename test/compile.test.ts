@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 /** max |a - b| / max |b|: relative to the tensor's scale (fused kernels round once, eager after every op) */
 function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { nativeStats, nativeUnavailableReason } from 'kiln/node';
+import { nativeStats, nativeUnavailableReason } from 'kilnjs/node';
 import { checkDynamicTrainingStep, checkLargeDynamicSizes, checkSymbolicBatchSizes, checkSymbolicDecoder, dynamicPrograms, oneSymbolicProgram } from './helpers/dynamic.js';
 
 process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');

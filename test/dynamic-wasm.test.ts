@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { checkDynamicTrainingStep, checkLargeDynamicSizes, checkSymbolicBatchSizes, checkSymbolicDecoder, oneSymbolicProgram } from './helpers/dynamic.js';
 
 const WASM = { backend: 'wasm' } as const;

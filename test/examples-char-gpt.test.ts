@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import {
   BOUNDARY, IGNORE, buildCharData, charGptConfig, createCharGpt, loadNames, makeTrainStep, sampleNames, trainCharGpt, unigramEntropy,
   type CharData,

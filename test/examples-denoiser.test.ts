@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
-import { nativeUnavailableReason } from 'kiln/node';
+import { nativeUnavailableReason } from 'kilnjs/node';
 import { Denoiser, makeImages, trainDenoiser, writeDenoiserPngs } from '../examples/denoiser.js';
 import { crc32, encodePng, imageGrid } from '../examples/lib/png.js';
 import { psnr } from '../examples/lib/metrics.js';

@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import {
   GRAD_TOL, OP_TABLE, Rng, asList, baseSeed, caseSeed, checkForward, mismatch, toND, withSeed,
   type OpCase, type Tensor,

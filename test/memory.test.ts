@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import type { Tensor } from './op-table.js';
 
 type Mem = ReturnType<typeof kiln.memory>;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { MlpClassifier, accuracy, buildMlpData, trainMlp } from '../examples/mlp.js';
 
 test('trainMlp reaches > 95% held-out accuracy in a few epochs, with flat memory', () => {

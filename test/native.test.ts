@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
-import * as kiln from 'kiln';
-import { clearNativeMemoryCache, nativeBatch, nativeStats, nativeUnavailableReason, NativeUnavailableError, NativeCompileError } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { clearNativeMemoryCache, nativeBatch, nativeStats, nativeUnavailableReason, NativeUnavailableError, NativeCompileError } from 'kilnjs/node';
 import { OP_TABLE } from './op-table.js';
 import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.js';
 import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
@@ -191,7 +191,7 @@ test('native: without a C compiler, backend native throws a typed error (and js 
 
 test('native: a PATH without any C compiler is reported as such', { skip }, () => {
   // in a child process, so this process's PATH (and compiler lookup) stays as it is
-  const script = "import('kiln/node').then((k) => console.log(k.nativeUnavailableReason()))";
+  const script = "import('kilnjs/node').then((k) => console.log(k.nativeUnavailableReason()))";
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, PATH: mkdtempSync(join(tmpdir(), 'kiln-empty-path-')), KILN_CC: '' } });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /no C compiler \(cc, gcc or clang\) on PATH/);

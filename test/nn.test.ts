@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as kiln from 'kiln';
-import { loadSafetensors, loadSafetensorsWithMetadata, saveSafetensors } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { loadSafetensors, loadSafetensorsWithMetadata, saveSafetensors } from 'kilnjs/node';
 
 const { nn } = kiln;
 type Tensor = kiln.Tensor;

@@ -5,10 +5,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 const script = `
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 const w = kiln.randn([4, 4]);
 const f = kiln.compile((x) => { const h = x.matmul(w).relu(); if (h.sum().item() > 1e9) return h; return h.softmax(-1); });
 f(kiln.randn([3, 4]));
@@ -47,7 +47,7 @@ test('KILN_LOGS prints graph breaks with locations, recompiles, guards, graphs, 
 });
 
 function require_write(file: string, text: string): void {
-  // written next to the package so that 'kiln' resolves by self-reference
+  // written next to the package so that 'kilnjs' resolves by self-reference
   const { writeFileSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
   writeFileSync(file, text);
 }

@@ -11,7 +11,7 @@
 // dtype (float32 for the forward tests, float64 for gradcheck). Generators keep inputs away
 // from kinks (relu/abs at 0, ties in max/min, clamp bounds) so finite differences are valid.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import * as R from './helpers/reference.js';
 import type { ND } from './helpers/reference.js';
 

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { OP_TABLE, REQUIRED_OPS, Rng, baseSeed, caseSeed, checkForward, withSeed } from './op-table.js';
 
 const BASE = baseSeed();

@@ -1,6 +1,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 const { nn, optim } = kiln;
 type Tensor = kiln.Tensor;

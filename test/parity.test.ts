@@ -19,8 +19,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as kiln from 'kiln';
-import { loadSafetensors, nativeUnavailableReason, saveSafetensors } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { loadSafetensors, nativeUnavailableReason, saveSafetensors } from 'kilnjs/node';
 import { GPT } from '../examples/gpt.js';
 
 const { nn } = kiln;

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import * as R from './helpers/reference.js';
 import { mismatch, toND, type Tensor } from './op-table.js';
 import { prng } from './helpers/prng.js';

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { getThreadPool, planChunks, workerExecArgv } from '../src/backend/js/threads.js';
 import { outputPoolStats } from '../src/compiler/output-pool.js';
 import { ChunkControl, claimChunks, claimChunksSource, type ClaimChunks } from '../src/backend/js/chunk-protocol.js';
@@ -209,7 +209,7 @@ test('dynamic programs recycle outputs as static ones do (js: 64 KiB and up), pe
 test('kernel workers run in a process started with -e and --input-type=module (they take none of its options)', { skip: getThreadPool() ? false : 'no worker threads here' }, () => {
   assert.deepEqual(workerExecArgv(), []);
   // a large kernel splits across the pool's workers; they must boot and compute there too
-  const script = `import * as kiln from 'kiln';
+  const script = `import * as kiln from 'kilnjs';
 const x = kiln.randn([512, 512]);
 const f = kiln.compile((x) => x.mul(2).add(1).tanh().sum(-1));
 const d = f(x).sub(x.mul(2).add(1).tanh().sum(-1)).abs().max().item();

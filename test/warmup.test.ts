@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { crossEntropyStep } from './helpers/train-step.js';
 
 function snapshot(ts: readonly kiln.Tensor[]): number[][] {

@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { erf } from '../src/backend/js/render-scalar.js';
 
 /** float32 inputs: a dense grid over [lo, hi] plus the range ends. */

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.js';
 import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
 import { compareWithEager } from './helpers/compare-eager.js';

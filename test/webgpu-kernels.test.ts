@@ -15,7 +15,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { coalescePointwise, pointwiseConfig, pointwiseStats, vec4Plan } from '../src/backend/webgpu/render-pointwise.js';
 import { gpuIntegerExact, NORMAL_TOLERANCE } from '../src/backend/webgpu/render-random.js';

@@ -23,7 +23,7 @@ if (!existsSync(icd)) {
   process.env.VK_ICD_FILENAMES = icd; // read by Vulkan's loader when Dawn creates its instance
   process.env.KILN_WEBGPU_DAWN = 'backend=vulkan'; // no silent fallback to OpenGL
   test('lavapipe offers what these tests are here for: Vulkan, subgroups, timestamps, f16', async () => {
-    const { requestWebGpuBackend } = await import('kiln/node');
+    const { requestWebGpuBackend } = await import('kilnjs/node');
     const gpu = await requestWebGpuBackend({ dawn: ['backend=vulkan'] });
     try {
       assert.match(gpu.adapterInfo, /llvmpipe/);
@@ -43,7 +43,7 @@ if (!existsSync(icd)) {
     const cases = makeCases(seed, [[2, 3], [5, 33], [3, 100], [6, 200], [2, 5000]]);
     const refs = cases.map(reference);
     checkReferencesOnCpu(cases, refs);
-    const { requestWebGpuBackend } = await import('kiln/node');
+    const { requestWebGpuBackend } = await import('kilnjs/node');
     const gpu = await requestWebGpuBackend({ dawn: ['backend=vulkan'] });
     try {
       assert.ok(checkSubgroupResult(await runSubgroupPage(gpu, cases, cases[1]!), cases, refs, 'lavapipe'), 'lavapipe has subgroups');

@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { crossEntropyStep } from './helpers/train-step.js';
 import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, mismatch, type OpCase } from './op-table.js';

@@ -1,6 +1,6 @@
 // How far a result is from its reference, for benchmarks and tests alike.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 /** max |a - b| over max |b|; differing shapes are an error, not a NaN. */
 export function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {

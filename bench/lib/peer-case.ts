@@ -1,7 +1,7 @@
 // Copies a kiln workload instance's parameters (by module name) and inputs into plain
 // typed arrays for the peers (bench/peers/common.ts).
 
-import type * as kiln from 'kiln';
+import type * as kiln from 'kilnjs';
 import type { HostTensor, PeerCase } from '../peers/common.js';
 import type { Instance, Workload } from '../workloads/types.js';
 

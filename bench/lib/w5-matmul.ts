@@ -2,7 +2,7 @@
 // float32 matmul (bench/workloads/ leaves it out because a fusing compiler has nothing to
 // fuse in it; cpu.ts measures it because it is where a backend's matmul engine shows).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { matmulFlops } from './flops.js';
 import { DEFAULT_SEED, makeInstance, type Instance, type SetupOptions, type Workload } from '../workloads/types.js';
 

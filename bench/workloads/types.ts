@@ -20,7 +20,7 @@
 // loss (a 0-d tensor): build one instance per variant, with the same seed, to compare
 // eager and compiled from identical initial weights.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5' | 'W6' | 'W7';
 

@@ -1,7 +1,7 @@
 // W1: MLP inference, batch 128, 784 -> 1024 -> ReLU -> 1024 -> ReLU -> 10 (float32).
 // Parameters do not require grad; run under kiln.noGrad (types.ts runInference).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { mlpForwardFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, freeze, makeInstance, type Instance, type SetupOptions, type Workload } from './types.js';
 

@@ -2,7 +2,7 @@
 // SGD (lr 0.01, no momentum). fn is the whole step (zeroGrad, forward, loss.backward(),
 // opt.step()) and returns the loss, so kiln.compile(fn) compiles the whole step.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { mlpTrainStepFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload } from './types.js';
 import { buildMlp, MLP_BATCH, MLP_DIMS } from './w1.js';

@@ -3,7 +3,7 @@
 // About 77 GFLOP a call: seconds per call on a single-threaded JS matmul. `quick` shrinks
 // the batch to 1024 rows (1/8 of the work).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { matmulFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, freeze, makeInstance, type Instance, type SetupOptions, type Workload } from './types.js';
 

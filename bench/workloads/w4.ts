@@ -3,7 +3,7 @@
 // not FLOPs. Eager mode runs 7 kernels with 6 temporaries; a fusing compiler runs one loop.
 // size 'gpu': 64M values (512 MiB moved a call).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { DEFAULT_SEED, makeInstance, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 
 export const W4_SIZE = 4 * 1024 * 1024;

@@ -9,7 +9,7 @@
 // fn(dense, labels, idx_1, ..., idx_26) runs the whole step and returns the loss.
 // size 'gpu' (WORKLOADS.md's GPU column): 100,000 rows per table, batch 2048, same structure.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { matmulFlops, mlpTrainStepFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 

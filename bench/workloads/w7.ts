@@ -6,7 +6,7 @@
 //   x = x + fc2(GELU_tanh(fc1(LN2(x))))   768->3072->768
 // size 'gpu' (WORKLOADS.md's GPU column): 12 layers, x[8,256,768].
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { matmulFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, freeze, makeInstance, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 

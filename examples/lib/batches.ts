@@ -2,7 +2,7 @@
 // (so eager and compiled runs with one seed see the same batches); the last partial batch
 // of an epoch is dropped, so every batch has the same shape (one compiled graph).
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { Rng } from './rng.js';
 
 export class EpochBatches {

@@ -1,6 +1,6 @@
 // Freeing what an advisor workload's training setup made, shared by the examples' workloads.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 /** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
 export function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {

@@ -2,7 +2,7 @@
 // at the end (equal when nothing leaks) and the compiler's counters (what compiled, what
 // replayed, what fell back), worded the same in every example.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import type { Memory } from './training-loop.js';
 
 /** kiln.stats() as one line; `fusionFallbacks: false` leaves that counter out. */

@@ -5,7 +5,7 @@
 // `evalEvery` steps and after the last one, with the mean training loss since the
 // previous evaluation. Kept in one place so every example measures the same way.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 export type Memory = ReturnType<typeof kiln.memory>;
 

@@ -14,7 +14,7 @@ import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, s
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type * as kiln from 'kiln';
+import type * as kiln from 'kilnjs';
 import type { LoadedWorkload } from './workload.js';
 import type { RunnerArgs, RunnerResult } from './first-call-runner.js';
 import { round } from './calls.js';

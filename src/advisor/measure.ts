@@ -26,8 +26,8 @@
 // runs a stream of calls over the shapes eagerly and per compile policy.
 
 import * as os from 'node:os';
-import * as kiln from 'kiln';
-import { nativeUnavailableReason } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { nativeUnavailableReason } from 'kilnjs/node';
 import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstance } from './workload.js';
 import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
 import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';
@@ -218,7 +218,7 @@ async function measureBackend(lw: LoadedWorkload, backend: string, o: MeasureOpt
   const compInst = checkInstance(await w.setup(setupOpts), w.name);
   const inputShapes = eagerInst.inputs.map(shapeOf);
   // cache: false: this process's first call must be the cold one even if the workload imported
-  // 'kiln/node' (which registers the disk cache); cache-check.ts measures the warm restart
+  // 'kilnjs/node' (which registers the disk cache); cache-check.ts measures the warm restart
   const compiled = kiln.compile(compInst.fn as (...a: kiln.Tensor[]) => unknown, { backend, name: w.name, cache: false, ...(compInst.captures ? { captures: { ...compInst.captures } } : {}) });
   const rounds = o.warmup + o.calls;
   const eMs: number[] = [], cMs: number[] = [], ePeak: number[] = [], cPeak: number[] = [];

@@ -475,7 +475,7 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit
   // the cold start breaks even too late, the warm-cache start does not: the cache is what makes compiling pay
   const cacheNeeded = p.warmupBasis === 'warm cache' && !p.breakEvenWithinProcessCold;
   const cacheLines = cacheNeeded
-    ? [`without the persistent cache every process start pays the cold warm-up and breaks even after ${beText}, past the ${fmtCalls(p.callsPerProcess)} calls a process serves: configure the cache (import 'kiln/node'; KILN_CACHE_DIR on persistent storage)`, ...(restart ? [restart] : [])]
+    ? [`without the persistent cache every process start pays the cold warm-up and breaks even after ${beText}, past the ${fmtCalls(p.callsPerProcess)} calls a process serves: configure the cache (import 'kilnjs/node'; KILN_CACHE_DIR on persistent storage)`, ...(restart ? [restart] : [])]
     : [];
   // 5. shapes
   const shapeRecompiles = i.recompileReasons.filter((r) => /dim|shape|rank/i.test(r));
@@ -529,7 +529,7 @@ function fmtCalls(n: number): string {
  */
 function cacheItem(c: CacheFacts | null): CheckItem {
   const item = 'persistent compile cache configured';
-  if (!c) return { id: 'cache', item, status: 'unknown', detail: "not checked: import 'kiln/node' in the service (it registers the disk cache) and set KILN_CACHE_DIR to persistent storage" };
+  if (!c) return { id: 'cache', item, status: 'unknown', detail: "not checked: import 'kilnjs/node' in the service (it registers the disk cache) and set KILN_CACHE_DIR to persistent storage" };
   const cfg = c.config;
   const where = `${cfg.dir} (${cfg.from === 'default' ? 'the default folder' : `from ${cfg.from}`})`;
   if (cfg.disabled) return { id: 'cache', item, status: 'fail', detail: `KILN_CACHE turns the cache off in this environment: every process start compiles again (folder would be ${where})` };
@@ -541,7 +541,7 @@ function cacheItem(c: CacheFacts | null): CheckItem {
     id: 'cache',
     item,
     status: 'pass',
-    detail: `cache folder ${where} is writable (import 'kiln/node' in the service to use it); a restarted process hit it: ${cacheSentence(c)}`,
+    detail: `cache folder ${where} is writable (import 'kilnjs/node' in the service to use it); a restarted process hit it: ${cacheSentence(c)}`,
   };
 }
 

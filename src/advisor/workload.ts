@@ -5,7 +5,7 @@
 // production, with the model and data it needs. Write a module like this and run
 // `npx kiln advise ./my-workload.ts`:
 //
-//   import * as kiln from 'kiln';
+//   import * as kiln from 'kilnjs';
 //
 //   export const workload = {   // inside this repository: `: Workload` from src/advisor/workload.js
 //     name: 'ranker',
@@ -39,7 +39,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 export type WorkloadKind = 'training' | 'inference';
 

@@ -1,6 +1,6 @@
 // Which backend runs a compiled program's loop kernels. Kernel backends other than the JS
-// renderer register here ('wasm' from the browser-safe entry, 'native' from 'kiln/node'), so
-// 'kiln' itself never imports Node-only code. `backend: 'auto'` takes the fastest one that can
+// renderer register here ('wasm' from the browser-safe entry, 'native' from 'kilnjs/node'), so
+// 'kilnjs' itself never imports Node-only code. `backend: 'auto'` takes the fastest one that can
 // run here, and says which and why, once per process and in every compile report.
 
 import type { Backend } from '../backend/backend.js';
@@ -83,7 +83,7 @@ export function resolveKernelBackend(requested: string | undefined): { backend: 
   const r = registry.get(name);
   if (!r) {
     const hint = name === 'native'
-      ? "the native backend is Node-only: import 'kiln/node' to register it"
+      ? "the native backend is Node-only: import 'kilnjs/node' to register it"
       : `use one of: auto, js, eager${registry.size ? `, ${[...registry.keys()].join(', ')}` : ''}`;
     throw new ArgumentError(`backend '${name}' is not registered`, 'kiln.compile', hint);
   }

@@ -51,7 +51,7 @@ export interface CompileOptions {
   /**
    * 'auto', 'js', 'eager' (capture and replay, each node with eager kernels), or a kernel
    * backend registered by a Node entry point: 'native' (C compiled at run time; import
-   * 'kiln/node'). An explicitly named backend that cannot run here throws, never falls back.
+   * 'kilnjs/node'). An explicitly named backend that cannot run here throws, never falls back.
    */
   backend?: string;
   /** run eagerly, never trace */

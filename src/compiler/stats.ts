@@ -24,7 +24,7 @@ export interface CompilerStats {
   fusionFallbacks: number;
   /** what backend: 'auto' chose in this process, and why (null: never asked) */
   autoBackend: { chosen: string; reason: string } | null;
-  /** the persistent compile cache (src/compiler/cache; Node, after importing 'kiln/node') */
+  /** the persistent compile cache (src/compiler/cache; Node, after importing 'kilnjs/node') */
   cache: CacheStats;
   /** entries compiled with dynamic sizes (issue 7), with their symbols */
   dynamicCompiles: { fn: string; symbols: string[] }[];

@@ -13,13 +13,13 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * The page's script: `entry` (TypeScript; imports resolve from the repository root, and
- * `kiln` is ./src/index.ts) bundled for the browser as one ES module.
+ * `kilnjs` is ./src/index.ts) bundled for the browser as one ES module.
  */
 export async function bundleForBrowser(entry: string, sourcefile = 'page.ts'): Promise<string> {
   const r = await build({
     stdin: { contents: entry, resolveDir: ROOT, loader: 'ts', sourcefile },
     bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true,
-    // examples import 'kiln' (the package itself) and node:url for their CLI entry; the CLI
+    // examples import 'kilnjs' (the package itself) and node:url for their CLI entry; the CLI
     // part never runs in the page (it checks process.argv, which the page stubs as empty)
     alias: { kiln: './src/index.ts' },
     plugins: [{

@@ -3,7 +3,7 @@
 // vector loops, blocked matmuls), kept in one place so both backends meet the same bound.
 
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { asList } from '../op-table.js';
 
 type T = kiln.Tensor;

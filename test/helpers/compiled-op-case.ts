@@ -3,7 +3,7 @@
 // backend passes literally the same check.
 
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, type OpCase } from '../op-table.js';
 
 /** one base seed per test process; each case derives its own from it and its name */

@@ -4,7 +4,7 @@
 
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 /**
  * Resets the compiler, runs `trainCompiled`, and asserts: every step's loss within 1e-4

@@ -2,7 +2,7 @@
 // files): the same checks on every backend, so a backend cannot pass an easier version.
 
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { DynamicProgram } from '../../src/compiler/dynamic-program.js';
 import { MlpBlock } from '../../bench/workloads/w3.js';
 import { Decoder } from '../../bench/workloads/w7.js';

@@ -3,7 +3,7 @@
 // both backends are held to the same steps and tolerances.
 
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { crossEntropyStep } from './train-step.js';
 
 export { crossEntropyStep };

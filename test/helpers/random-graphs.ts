@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 export type T = kiln.Tensor;
 const UNARY: ((x: T) => T)[] = [

@@ -13,7 +13,7 @@
 //    enough to fill more than one query set (1024 dispatches each), durations finite, >= 0.
 
 import assert from 'node:assert/strict';
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { prng } from './prng.js';
 import { REDUCTION_OPS, RMS_EPS, reductionOps, type CaseResult, type ReductionCase, type ReductionOp, type SubgroupPageResult } from './webgpu-reductions.js';
 

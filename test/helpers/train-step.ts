@@ -1,7 +1,7 @@
 // The training step most tests compile: zero the grads, cross-entropy, backward, optimizer step.
 // Browser-safe (the WebGPU browser test bundles it), backend-neutral.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 
 /** One training step of `model` with `optim` on a batch; returns the loss. */
 export function crossEntropyStep(model: { call(x: kiln.Tensor): kiln.Tensor }, optim: { zeroGrad(): void; step(): void }) {

@@ -5,8 +5,8 @@
 // test/webgpu-on-opengl.test.ts runs the op tests again on OpenGL's compatibility mode.
 
 import { after } from 'node:test';
-import * as kiln from 'kiln';
-import { requestWebGpuBackend } from 'kiln/node';
+import * as kiln from 'kilnjs';
+import { requestWebGpuBackend } from 'kilnjs/node';
 
 export interface WebGpuTestContext {
   readonly cpu: kiln.JsBackend;

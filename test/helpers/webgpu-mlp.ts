@@ -4,7 +4,7 @@
 // initial weights come from kiln's Philox generator (the WebGPU backend draws the same
 // uniform numbers on the GPU, bit for bit), so the same seed gives the same start on both.
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import { crossEntropyStep } from './train-step.js';
 import { MlpClassifier, buildMlpData } from '../../examples/mlp.js';
 

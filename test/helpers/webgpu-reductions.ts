@@ -5,7 +5,7 @@
 
 /// <reference types="@webgpu/types" />
 
-import * as kiln from 'kiln';
+import * as kiln from 'kilnjs';
 import type { RowKernel } from '../../src/compiler/loop-ir.js';
 import { rowConfig, rowStats, subgroupPrologue } from '../../src/backend/webgpu/render-row.js';
 import { renderWgsl } from '../../src/backend/webgpu/render-wgsl.js';

@@ -2,9 +2,9 @@
 // by the system C compiler at run time (one translation unit per program, cached on disk)
 // and called through koffi. Buffers stay JS typed arrays (JsBuffer), so eager ops, opaque
 // steps and the JS backend work on the same memory; every spec other than `loop` (eager
-// kernels) is the JS backend's. Node only: reached through 'kiln/node'.
+// kernels) is the JS backend's. Node only: reached through 'kilnjs/node'.
 //
-// Selecting it: kiln.compile(fn, { backend: 'native' }) (after importing 'kiln/node'). With
+// Selecting it: kiln.compile(fn, { backend: 'native' }) (after importing 'kilnjs/node'). With
 // no C compiler (or no koffi) that throws NativeUnavailableError at the first call: an
 // explicit request is never silently served by another backend.
 

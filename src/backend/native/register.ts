@@ -1,4 +1,4 @@
-// Registers the native backend with kiln.compile (imported by 'kiln/node').
+// Registers the native backend with kiln.compile (imported by 'kilnjs/node').
 
 import { registerKernelBackend } from '../../compiler/compile.js';
 import { log } from '../../compiler/logs.js';

@@ -1,4 +1,4 @@
-// Registers the wasm backend with kiln.compile (imported by the browser-safe 'kiln' entry).
+// Registers the wasm backend with kiln.compile (imported by the browser-safe 'kilnjs' entry).
 
 import { registerKernelBackend } from '../../compiler/compile.js';
 import { log } from '../../compiler/logs.js';

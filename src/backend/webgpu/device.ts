@@ -23,7 +23,7 @@ const LIMITS = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize'
 export async function requestWebGpuBackend(opts: WebGpuOptions = {}): Promise<WebGpuBackend> {
   const gpu = opts.gpu ?? (typeof navigator !== 'undefined' ? (navigator as Navigator & { gpu?: GPU }).gpu : undefined);
   if (!gpu) {
-    throw new WebGpuUnavailableError('no WebGPU here (navigator.gpu is undefined)', 'requestWebGpuBackend', "in a browser, use one with WebGPU enabled; in Node, import { requestWebGpuBackend } from 'kiln/node' (the `webgpu` package)");
+    throw new WebGpuUnavailableError('no WebGPU here (navigator.gpu is undefined)', 'requestWebGpuBackend', "in a browser, use one with WebGPU enabled; in Node, import { requestWebGpuBackend } from 'kilnjs/node' (the `webgpu` package)");
   }
   const adapter = await gpu.requestAdapter({ powerPreference: opts.powerPreference, ...(opts.featureLevel ? { featureLevel: opts.featureLevel } : {}) } as GPURequestAdapterOptions);
   if (!adapter) throw new WebGpuUnavailableError('no WebGPU adapter was found', 'requestWebGpuBackend', 'check the GPU driver, or use a software adapter (see src/backend/webgpu/README.md)');

@@ -1,4 +1,4 @@
-// WebGPU in Node through Dawn (the `webgpu` package), imported only from 'kiln/node' and only
+// WebGPU in Node through Dawn (the `webgpu` package), imported only from 'kilnjs/node' and only
 // when asked for, so the browser bundle never sees it. Without a GPU driver Dawn's Vulkan
 // path finds no adapter here (Debian 12's lavapipe is rejected; Mesa 25's, unpacked by
 // scripts/lavapipe.sh, works when VK_ICD_FILENAMES points at it); the OpenGL backend on Mesa

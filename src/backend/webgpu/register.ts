@@ -1,6 +1,6 @@
 // Registers kiln.compile's backend 'webgpu': compiled programs run their loop kernels as WGSL
 // over GPU buffers, so the default backend must be a WebGpuBackend (its buffers are the
-// program's inputs and outputs). Browser-safe: imported by 'kiln'.
+// program's inputs and outputs). Browser-safe: imported by 'kilnjs'.
 
 import { registerKernelBackend } from '../../compiler/compile.js';
 import { ArgumentError } from '../../core/errors.js';

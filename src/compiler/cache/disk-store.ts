@@ -1,4 +1,4 @@
-// The disk store of the persistent compile cache (Node; registered by 'kiln/node').
+// The disk store of the persistent compile cache (Node; registered by 'kilnjs/node').
 //
 //   folder     $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; entries in its
 //              compile/ folder (the native backend's libraries are in native/, see toolchain.ts)

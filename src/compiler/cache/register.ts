@@ -1,4 +1,4 @@
-// Registers the disk store of the compile cache (imported by 'kiln/node').
+// Registers the disk store of the compile cache (imported by 'kilnjs/node').
 
 import { DiskStore } from './disk-store.js';
 import { registerCacheStore } from './store.js';

@@ -1,5 +1,5 @@
-// The persistent compile cache's interface. 'kiln' stays browser-safe: the disk store lives in
-// disk-store.ts and is registered by the Node entry ('kiln/node'), as the native backend is.
+// The persistent compile cache's interface. 'kilnjs' stays browser-safe: the disk store lives in
+// disk-store.ts and is registered by the Node entry ('kilnjs/node'), as the native backend is.
 // Without a registered store (a browser) every lookup misses and nothing is written.
 
 /** What an entry holds: JSON metadata and binary blobs (typed-array data) it refers to by index. */
