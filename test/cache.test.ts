@@ -146,7 +146,7 @@ test('corrupt entries (flipped bytes, truncated, another kiln version) are detec
       return c;
     }],
     ['truncate', (b) => b.subarray(0, Math.floor(b.length / 2))],
-    ['version', (b) => Buffer.from(b.toString('latin1').replace(/"kilnjs":"[^"]*"/, '"kilnjs":"9.9.9"'), 'latin1')],
+    ['version', (b) => Buffer.from(b.toString('latin1').replace(/"kiln":"[^"]*"/, '"kiln":"9.9.9"'), 'latin1')],
     ['garbage', () => Buffer.from('not a cache entry at all')],
   ];
   for (const [what, f] of damage) {
@@ -251,7 +251,7 @@ test('an artifact from another kiln version fails with a clear ArtifactError', (
   const path = join(ROOT, 'old.kiln');
   const model = buildModel();
   kiln.noGrad(() => kilnNode.export(model, [input(3)], path));
-  const b = readFileSync(path).toString('latin1').replaceAll(/"kilnjs":"[^"]*"/g, '"kilnjs":"0.0.1-old"');
+  const b = readFileSync(path).toString('latin1').replaceAll(/"kiln":"[^"]*"/g, '"kiln":"0.0.1-old"');
   writeFileSync(path, Buffer.from(b, 'latin1'));
   assert.throws(() => kilnNode.load(path), (e: Error) => e.name === 'ArtifactError' && /artifact built by kiln 0\.0\.1-old on \w+-\w+.*this is kiln \d/.test(e.message));
   writeFileSync(path, readFileSync(path).subarray(0, 200));
