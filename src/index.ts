@@ -16,7 +16,9 @@ export { sum, prod, mean, max, min, argmax, argmin, variance as var, variance, s
 export { reshape, viewAs, flatten, squeeze, unsqueeze, permute, transpose, expand, slice, narrow, select, pad, cat, stack, split, chunk, contiguous } from './ops/movement.js';
 export { matmul, bmm } from './ops/linalg.js';
 export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot, nonzero, maskedSelect } from './ops/indexing.js';
-export { conv2d, maxPool2d, avgPool2d } from './ops/window.js';
+export { conv1d, conv2d, convTranspose2d, maxPool2d, avgPool2d, type ConvPadding } from './ops/window.js';
+export { interpolate, adaptiveAvgPool1d, adaptiveAvgPool2d, adaptiveMaxPool2d, type InterpolateMode, type InterpolateOptions } from './ops/resize.js';
+export { groupNorm, rmsNorm } from './ops/normalization.js';
 export {
   linear, triu, tril, dropout, layerNorm, batchNorm, embedding, nllLoss, crossEntropy, mseLoss,
   binaryCrossEntropyWithLogits, scaledDotProductAttention,
