@@ -47,7 +47,7 @@ interface Cell {
   wHr: Tensor | null;
 }
 
-abstract class RNNBase extends Module<[Tensor, unknown?], [Tensor, unknown]> {
+abstract class RNNBase<In extends [Tensor, unknown?], Out> extends Module<In, Out> {
   readonly mode: Mode;
   readonly inputSize: number;
   readonly hiddenSize: number;
@@ -208,7 +208,7 @@ abstract class RNNBase extends Module<[Tensor, unknown?], [Tensor, unknown]> {
 }
 
 /** Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu). forward(x, h0?) returns [output, hN]. */
-export class RNN extends RNNBase {
+export class RNN extends RNNBase<[Tensor, (Tensor | null)?], [Tensor, Tensor]> {
   readonly nonlinearity: 'tanh' | 'relu';
 
   constructor(inputSize: number, hiddenSize: number, opts: RNNOptions = {}) {
@@ -227,7 +227,7 @@ export class RNN extends RNNBase {
   }
 }
 
-export class GRU extends RNNBase {
+export class GRU extends RNNBase<[Tensor, (Tensor | null)?], [Tensor, Tensor]> {
   constructor(inputSize: number, hiddenSize: number, opts: RNNBaseOptions = {}) {
     super('GRU', inputSize, hiddenSize, opts);
   }
@@ -238,7 +238,7 @@ export class GRU extends RNNBase {
   }
 }
 
-export class LSTM extends RNNBase {
+export class LSTM extends RNNBase<[Tensor, (readonly [Tensor, Tensor] | null)?], [Tensor, [Tensor, Tensor]]> {
   constructor(inputSize: number, hiddenSize: number, opts: LSTMOptions = {}) {
     super('LSTM', inputSize, hiddenSize, opts);
   }

@@ -2,9 +2,10 @@
 // bilinear, area) and adaptive pooling. Each is separable, so it runs one spatial dim at a
 // time as an index gather (indexSelect, whose gradient is indexAdd) and a weighted sum; the
 // source indices and weights are computed here in JS exactly as torch's CPU kernels compute
-// them (float32 arithmetic), and enter the graph as constants.
+// them (nearest in float32; linear weights in the input's precision, torch's opmath_t), and
+// enter the graph as constants.
 
-import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
+import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { expectTensor } from './dispatch.js';
 import { tensor } from './creation.js';
@@ -54,6 +55,9 @@ export function interpolate(x: Tensor, opts: InterpolateOptions = {}): Tensor {
   const align = opts.alignCorners ?? null;
   if (align !== null && !mode.includes('linear')) {
     throw new ArgumentError(`alignCorners only applies to the linear modes, not '${mode}'`, op, 'leave alignCorners unset');
+  }
+  if (mode !== 'nearest' && mode !== 'nearest-exact' && x.dtype !== 'float32' && x.dtype !== 'float64') {
+    throw new DTypeError(`mode '${mode}' needs a float input, got ${x.dtype}`, op, "cast with .float(), or use mode 'nearest'");
   }
   const inSizes = x.shape.slice(2);
   const { outSizes, scales } = outputSizes(op, inSizes, opts);
@@ -106,10 +110,11 @@ function nearestIndices(n: number, out: number, scale: number | null, exact: boo
   return Array.from({ length: out }, (_, i) => Math.min(Math.floor(f32((exact ? i + 0.5 : i) * s)), n - 1));
 }
 
-/** Linear interpolation along one dim (torch's compute_source_index_and_lambda, float32). */
+/** Linear interpolation along one dim (torch's compute_source_index_and_lambda, in the input's precision). */
 function linearAlong(x: Tensor, dim: number, n: number, out: number, alignCorners: boolean, scale: number | null): Tensor {
   if (out === n) return x;
-  const ratio = alignCorners ? (out > 1 ? f32((n - 1) / (out - 1)) : 0) : sourceScale(n, out, scale);
+  const f32 = x.dtype === 'float64' ? (v: number) => v : Math.fround;
+  const ratio = alignCorners ? (out > 1 ? f32((n - 1) / (out - 1)) : 0) : scale !== null && scale > 0 ? f32(1 / scale) : f32(n / out);
   const i0 = new Array<number>(out), i1 = new Array<number>(out);
   const l0 = new Float64Array(out), l1 = new Float64Array(out);
   for (let i = 0; i < out; i++) {
@@ -153,6 +158,7 @@ function adaptive(op: string, x: Tensor, outputSize: number | readonly (number |
   if (list.length !== dims) throw new ArgumentError(`outputSize ${JSON.stringify(outputSize)} must have ${dims} entries`, op);
   const sizes = list.map((s, i) => (s === null ? spatial[i]! : s));
   if (!sizes.every((s) => Number.isInteger(s) && s > 0)) throw new ArgumentError(`outputSize must hold positive integers (or null), got ${JSON.stringify(outputSize)}`, op);
+  if (x.dtype !== 'float32' && x.dtype !== 'float64') throw new DTypeError(`needs a float input, got ${x.dtype}`, op, 'cast with .float()');
   if (spatial.some((s) => s === 0)) throw new ShapeError(`input ${fmtShape(x.shape)} has an empty spatial dim`, op);
   return adaptivePool(x, sizes, kind);
 }
