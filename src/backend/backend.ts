@@ -88,6 +88,8 @@ export interface Backend {
    * 'reduce-overhead', which recycles every output on every backend.
    */
   readonly outputRecycling?: { readonly minBytes: number };
+  /** false for a backend without float64 kernels (WebGPU: WGSL has no f64); absent: float64 runs */
+  readonly float64?: boolean;
 }
 
 /** a loop kernel (prepared), or an opaque step (its op and graph node) that runs `runOpaque` */

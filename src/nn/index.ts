@@ -20,3 +20,4 @@ export { Sequential, ModuleList, ModuleDict } from './container.js';
 export { MultiheadAttention, type MultiheadAttentionOptions, type AttentionCallOptions } from './attention.js';
 export * as init from './init.js';
 export * as functional from './functional.js';
+export * as utils from './utils/index.js';

@@ -166,6 +166,11 @@ export abstract class Optimizer<H extends object = object> {
         this.validate({ ...this.hyperparameters(g), ...hyper } as H);
         Object.assign(g, hyper);
         g.lr = lr;
+        const loaded = hyper as unknown as Record<string, number> & { betas?: number[] };
+        for (const [name, t] of g.scheduled) {
+          const v = name === 'beta1' ? loaded.betas?.[0] : loaded[name];
+          if (typeof v === 'number') assign(t, v);
+        }
       });
       for (const [id, entries] of Object.entries(sd.state)) {
         const p = byIndex[Number(id)]!;
@@ -182,10 +187,15 @@ export abstract class Optimizer<H extends object = object> {
     });
   }
 
-  /** A group's hyperparameters other than lr and params. */
+  /** A group's hyperparameters other than lr and params (scheduled ones read from their tensors). */
   protected hyperparameters(g: Group<H>): H {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(this.defaults)) if (k !== 'lr') out[k] = (g as unknown as Record<string, unknown>)[k];
+    for (const [name, t] of g.scheduled) {
+      const v = t.item();
+      if (name === 'beta1') out.betas = [v, (out.betas as number[])[1]];
+      else out[name] = v;
+    }
     return out as H;
   }
 

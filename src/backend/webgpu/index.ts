@@ -103,6 +103,7 @@ export class WebGpuBackend implements Backend {
    * on the host and to report a value read while tracing as an asynchronous graph break.
    */
   readonly syncReads = false;
+  readonly float64 = false;
   syncReadError(message: string, op: string, hint: string): Error {
     return new WebGpuSyncReadError(message, op, hint);
   }
