@@ -10,6 +10,7 @@ export { Tensor, isTensor, keep };
 export type { DType, TypedArray } from './core/dtype.js';
 export * from './core/errors.js';
 export { broadcastShapes } from './core/shape.js';
+export { Generator, type GeneratorState } from './core/random.js';
 export * from './ops/creation.js';
 export * from './ops/math.js';
 export { sum, prod, mean, max, min, argmax, argmin, variance as var, variance, std, logsumexp, softmax, logSoftmax } from './ops/reduce.js';
@@ -47,6 +48,7 @@ export type { CompileOptions, Compiled, CompiledModule, CompiledGenerator, Compi
 export * as compiler from './compiler/public.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
+export * as data from './data/index.js';
 
 /** Runs fn and disposes every tensor it made, except those it returns (or keep()s). */
 export function scope<T>(fn: () => T): T {
