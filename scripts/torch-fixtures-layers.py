@@ -261,7 +261,7 @@ D.tensors['small_i16'] = torch.tensor([-32768, -1, 0, 32767], dtype=torch.int16)
 D.tensors['mask_bool'] = torch.tensor([[True, False], [False, True]])
 D.tensors['wide_f64'] = torch.tensor([1 / 3, 1e300, -2.0], dtype=torch.float64)
 D.tensors['bn.num_batches_tracked'] = torch.tensor(17, dtype=torch.int64)
-expect = {k: (v.float().tolist() if v.is_floating_point() else v.to(torch.int64).tolist()) for k, v in D.tensors.items()
+expect = {k: (v.double().tolist() if v.is_floating_point() else v.to(torch.int64).tolist()) for k, v in D.tensors.items()
           if k.startswith(('special', 'ids', 'bytes', 'small', 'mask', 'wide', 'bn.'))}
 expect = json.loads(json.dumps(expect).replace('NaN', '"nan"').replace('-Infinity', '"-inf"').replace('Infinity', '"inf"'))
 D.write(expected=expect, model='TransformerEncoderLayer(8, 2, 16, dropout=0, batch_first=True) stored as f16.* and bf16.*; '
