@@ -49,6 +49,7 @@ export * as compiler from './compiler/public.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
+export { encodeCheckpoint, decodeCheckpoint, CHECKPOINT_FILES, type CheckpointParts } from './checkpoint/checkpoint.js';
 
 /** Runs fn and disposes every tensor it made, except those it returns (or keep()s). */
 export function scope<T>(fn: () => T): T {

@@ -29,6 +29,9 @@ export async function loadSafetensorsWithMetadata(path: string): Promise<{ tenso
   return keptTensors(await readSafetensorsFile(path));
 }
 
+export { saveCheckpoint, loadCheckpoint } from './checkpoint/files.js';
+export type { CheckpointParts } from './checkpoint/checkpoint.js';
+
 export { NativeBackend, NativeCompileError, NativeUnavailableError, nativeStats, nativeBatch, clearNativeMemoryCache, nativeUnavailableReason, type NativeStats } from './backend/native/index.js';
 export { requestWebGpuBackend, type NodeWebGpuOptions } from './backend/webgpu/node.js';
 

@@ -136,34 +136,49 @@ export abstract class Optimizer<H extends object = object> {
     return { state, paramGroups };
   }
 
-  /** Copies hyperparameters and state in place (existing state tensors keep their identity). */
-  loadStateDict(sd: OptimizerStateDict<H>): void {
+  /**
+   * Checks that `sd` fits this optimizer (groups, parameter counts, hyperparameters, state
+   * shapes) without changing anything; returns the parameter of each state index.
+   */
+  checkStateDict(sd: OptimizerStateDict<H>): Tensor[] {
     const op = 'Optimizer.loadStateDict';
+    if (!sd || !Array.isArray(sd.paramGroups) || typeof sd.state !== 'object' || sd.state === null) {
+      throw new StateDictError('an optimizer state dict is { state, paramGroups }', op);
+    }
     if (sd.paramGroups.length !== this.paramGroups.length) {
       throw new StateDictError(`the state dict has ${sd.paramGroups.length} parameter groups, this optimizer ${this.paramGroups.length}`, op);
     }
     const byIndex: Tensor[] = [];
     sd.paramGroups.forEach((sg, i) => {
       const g = this.paramGroups[i]!;
-      if (sg.params.length !== g.params.length) {
-        throw new StateDictError(`group ${i} has ${sg.params.length} parameters in the state dict, ${g.params.length} here`, op, 'build the optimizer over the same parameters, in the same order');
+      if (!Array.isArray(sg.params) || sg.params.length !== g.params.length || !sg.params.every((id) => Number.isInteger(id) && id >= 0)) {
+        throw new StateDictError(`group ${i} has ${Array.isArray(sg.params) ? sg.params.length : 'no'} parameters in the state dict, ${g.params.length} here`, op, 'build the optimizer over the same parameters, in the same order');
       }
       sg.params.forEach((id, j) => (byIndex[id] = g.params[j]!));
+      const { params: _p, lr, ...hyper } = sg;
+      if (typeof lr !== 'number' || !(lr >= 0) || !Number.isFinite(lr)) throw new StateDictError(`group ${i}: lr ${JSON.stringify(lr)} is not a finite number >= 0`, op);
+      this.validate({ ...this.hyperparameters(g), ...hyper } as H);
     });
     for (const [id, entries] of Object.entries(sd.state)) {
       const p = byIndex[Number(id)];
       if (!p) throw new StateDictError(`state for parameter ${id}, which no group lists`, op);
       for (const [k, t] of Object.entries(entries)) {
+        if (!(t instanceof Tensor) || t.isDisposed) throw new StateDictError(`state '${k}' of parameter ${id} is not a live tensor`, op);
         if (t.ndim !== 0 && !shapesEqual(t.shape, p.shape)) {
           throw new StateDictError(`state '${k}' of parameter ${id}${p.name ? ` ('${p.name}')` : ''} is ${fmtShape(t.shape)}, the parameter ${fmtShape(p.shape)}`, op);
         }
       }
     }
+    return byIndex;
+  }
+
+  /** Copies hyperparameters and state in place (existing state tensors keep their identity); checks everything first. */
+  loadStateDict(sd: OptimizerStateDict<H>): void {
+    const byIndex = this.checkStateDict(sd);
     noGrad(() => {
       sd.paramGroups.forEach((sg, i) => {
         const g = this.paramGroups[i]!;
         const { params: _p, lr, ...hyper } = sg;
-        this.validate({ ...this.hyperparameters(g), ...hyper } as H);
         Object.assign(g, hyper);
         g.lr = lr;
         const loaded = hyper as unknown as Record<string, number> & { betas?: number[] };
