@@ -141,7 +141,7 @@ describe('RMSprop, Adagrad and clipping against torch', { skip }, () => {
 
 interface Run { losses: number[]; lrs: number[][]; params: number[][] }
 
-/** N training steps of a small MLP with `makeOpt` + `makeSched`, clipping, and scheduler.step() inside the step. */
+/** N training steps of a small MLP with `makeOpt` + `makeSched`, both clippings, and scheduler.step() inside the step. */
 function train(seed: number, steps: number, makeOpt: (ps: Tensor[]) => AnyOpt, makeSched: (o: AnyOpt) => kiln.optim.Scheduler, compiled: boolean): Run {
   kiln.manualSeed(seed);
   const model = new nn.Sequential(new nn.Linear(4, 8), new nn.Tanh(), new nn.Linear(8, 2));
@@ -152,6 +152,7 @@ function train(seed: number, steps: number, makeOpt: (ps: Tensor[]) => AnyOpt, m
     o.zeroGrad();
     const loss = kiln.mseLoss(model.call(x), y);
     loss.backward();
+    nn.utils.clipGradValue_(model.parameters(), 0.3);
     nn.utils.clipGradNorm_(model.parameters(), 0.5);
     o.step();
     s.step();
@@ -288,4 +289,59 @@ describe('scheduler state, errors and semantics', () => {
     assert.equal(nn.utils.clipGradNorm_(p, 1).item(), 5);
     assert.ok(Math.abs(Math.hypot(...p.grad.dataSync()) - 1) < 1e-6);
   });
+});
+
+describe('RMSprop and Adagrad against float64 references of torch\'s update rules', () => {
+  /** Plain-JS float64 RMSprop / Adagrad over flat arrays, written from torch 1.13's _single_tensor_* functions. */
+  const rmspropRef = (o: { lr: number; alpha: number; eps: number; weightDecay: number; momentum: number; centered: boolean }) => {
+    let v: number[] | null = null, a: number[] | null = null, buf: number[] | null = null;
+    return (p: number[], g0: number[]) => {
+      const g = g0.map((x, i) => x + o.weightDecay * p[i]!);
+      v ??= g.map(() => 0);
+      v = v.map((x, i) => o.alpha * x + (1 - o.alpha) * g[i]! * g[i]!);
+      let avg: number[];
+      if (o.centered) {
+        a ??= g.map(() => 0);
+        a = a.map((x, i) => o.alpha * x + (1 - o.alpha) * g[i]!);
+        avg = v.map((x, i) => Math.sqrt(x - a![i]! * a![i]!) + o.eps);
+      } else avg = v.map((x) => Math.sqrt(x) + o.eps);
+      if (o.momentum > 0) {
+        buf ??= g.map(() => 0);
+        buf = buf.map((b, i) => o.momentum * b + g[i]! / avg[i]!);
+        return p.map((x, i) => x - o.lr * buf![i]!);
+      }
+      return p.map((x, i) => x - (o.lr * g[i]!) / avg[i]!);
+    };
+  };
+  const adagradRef = (o: { lr: number; lrDecay: number; weightDecay: number; init: number; eps: number }) => {
+    let sum: number[] | null = null, step = 0;
+    return (p: number[], g0: number[]) => {
+      step++;
+      const g = g0.map((x, i) => x + o.weightDecay * p[i]!);
+      const clr = o.lr / (1 + (step - 1) * o.lrDecay);
+      sum ??= g.map(() => o.init);
+      sum = sum.map((s, i) => s + g[i]! * g[i]!);
+      return p.map((x, i) => x - (clr * g[i]!) / (Math.sqrt(sum![i]!) + o.eps));
+    };
+  };
+  const cases: [string, (ps: Tensor[]) => AnyOpt, (p: number[], g: number[]) => number[]][] = [
+    ['RMSprop centered, momentum, weight decay', (ps) => new optim.RMSprop(ps, { lr: 0.01, alpha: 0.9, eps: 1e-6, weightDecay: 0.1, momentum: 0.7, centered: true }), rmspropRef({ lr: 0.01, alpha: 0.9, eps: 1e-6, weightDecay: 0.1, momentum: 0.7, centered: true })],
+    ['RMSprop defaults', (ps) => new optim.RMSprop(ps), rmspropRef({ lr: 0.01, alpha: 0.99, eps: 1e-8, weightDecay: 0, momentum: 0, centered: false })],
+    ['Adagrad lrDecay, weight decay, initial accumulator', (ps) => new optim.Adagrad(ps, { lr: 0.1, lrDecay: 0.05, weightDecay: 0.01, initialAccumulatorValue: 0.3, eps: 1e-8 }), adagradRef({ lr: 0.1, lrDecay: 0.05, weightDecay: 0.01, init: 0.3, eps: 1e-8 })],
+  ];
+  for (const [name, make, ref] of cases) {
+    test(`${name}: 8 steps of random gradients in float64`, () => {
+      kiln.manualSeed(11);
+      const p = nn.Parameter(kiln.randn([7], { dtype: 'float64' }));
+      const o = make([p]);
+      let want = Array.from(p.dataSync());
+      for (let s = 0; s < 8; s++) {
+        const g = kiln.keep(kiln.randn([7], { dtype: 'float64' }));
+        want = ref(want, Array.from(g.dataSync()));
+        p.grad = g;
+        o.step();
+        Array.from(p.dataSync()).forEach((v, i) => assert.ok(Math.abs(v - want[i]!) <= 1e-12 * Math.max(1, Math.abs(want[i]!)), `step ${s} [${i}]: ${v} vs ${want[i]}`));
+      }
+    });
+  }
 });

@@ -8,6 +8,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { full, zeros } from '../ops/creation.js';
 import { assign } from '../ops/inplace.js';
 import { add, div, mul, neg, sqrt, sub } from '../ops/math.js';
+import { cast } from '../ops/pointwise.js';
 import { Optimizer, type Group, type ParamsArg } from './optimizer.js';
 
 export interface AdagradHyper {
@@ -52,7 +53,7 @@ export class Adagrad extends Optimizer<AdagradHyper> {
       assign(step, add(step, 1));
       let grad: Tensor = g.maximize ? neg(p.grad) : p.grad;
       if (g.weightDecay !== 0) grad = add(grad, mul(p, g.weightDecay));
-      const clr = g.lrDecay === 0 ? g.lrTensor : div(g.lrTensor, add(mul(sub(step, 1), g.lrDecay), 1));
+      const clr = g.lrDecay === 0 ? g.lrTensor : div(g.lrTensor, add(mul(sub(cast(step, g.lrTensor.dtype), 1), g.lrDecay), 1));
       assign(acc, add(acc, mul(grad, grad)));
       assign(p, sub(p, div(mul(grad, clr), add(sqrt(acc), g.eps))));
     }

@@ -7,7 +7,7 @@
 // group's lr in `lrState`, a 0-d float64 tensor (Python floats, as torch computes schedules;
 // float32 on a backend without float64 kernels), and writes each new value into lrState and
 // lrTensor in place. Hyperparameters a scheduler drives (OneCycleLR's momentum or beta1) live
-// in `scheduled` as 0-d float32 tensors, which step() then reads instead of the JS values.
+// in `scheduled` as 0-d tensors (lrTensor's dtype), which step() then reads instead of the JS values.
 
 import { ArgumentError } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
@@ -19,7 +19,7 @@ import type { Operand } from '../ops/pointwise.js';
 
 export class ParamGroup {
   readonly params: Tensor[];
-  /** the learning rate as step() reads it: a 0-d float32 tensor, updated in place */
+  /** the learning rate as step() reads it: a 0-d float32 tensor (float64 for a group of float64 parameters), updated in place */
   readonly lrTensor: Tensor;
   /** scheduler-driven hyperparameters by name ('momentum', 'beta1'), read by step() */
   readonly scheduled = new Map<string, Tensor>();
@@ -32,7 +32,8 @@ export class ParamGroup {
     checkLr(lr);
     this.params = params;
     this.#lr = lr;
-    this.lrTensor = keep(full([], lr, { dtype: 'float32' }));
+    // the parameters' precision (torch passes lr as a Python float, which a float32 kernel rounds)
+    this.lrTensor = keep(full([], lr, { dtype: params.length > 0 && params.every((p) => p.dtype === 'float64') ? 'float64' : 'float32' }));
     this.lrTensor.name = 'lr';
   }
 
@@ -74,11 +75,11 @@ export class ParamGroup {
     return this.scheduled.get(name) ?? value;
   }
 
-  /** The scheduled tensor of `name`, created from `value` on first use (kept, float32 as step() uses it, like lrTensor). */
+  /** The scheduled tensor of `name`, created from `value` on first use (kept, in lrTensor's dtype, as step() uses it). */
   schedule(name: string, value: number): Tensor {
     let t = this.scheduled.get(name);
     if (!t) {
-      t = keep(full([], value, { dtype: 'float32' }));
+      t = keep(full([], value, { dtype: this.lrTensor.dtype }));
       t.name = name;
       this.scheduled.set(name, t);
     }
