@@ -31,12 +31,12 @@ export interface LoadStateDictResult {
   unexpectedKeys: string[];
 }
 
-/** A forward pre-hook: sees the arguments; returning an array (or one value) replaces them. */
+/** A forward pre-hook: sees the module and its arguments; returning an array (or one value) replaces them. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type ForwardPreHook<M extends AnyModule = AnyModule> = (module: M, args: any[]) => unknown;
-/** A forward hook: sees the arguments and the output; returning a value replaces the output. */
+export type ForwardPreHook = (module: AnyModule, args: any[]) => unknown;
+/** A forward hook: sees the module, the arguments and the output; returning a value replaces the output. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type ForwardHook<M extends AnyModule = AnyModule> = (module: M, args: any[], output: any) => unknown;
+export type ForwardHook = (module: AnyModule, args: any[], output: any) => unknown;
 
 /** What registerForwardHook returns: remove() unregisters the hook (torch's RemovableHandle). */
 export class RemovableHandle {
@@ -75,12 +75,12 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> {
   }
 
   /** torch's register_forward_pre_hook: hook(module, args) runs before forward. */
-  registerForwardPreHook(hook: ForwardPreHook<this>): RemovableHandle {
+  registerForwardPreHook(hook: ForwardPreHook): RemovableHandle {
     return this.#addHook(this.#preHooks as Map<number, unknown>, hook, 'registerForwardPreHook');
   }
 
   /** torch's register_forward_hook: hook(module, args, output) runs after forward. */
-  registerForwardHook(hook: ForwardHook<this>): RemovableHandle {
+  registerForwardHook(hook: ForwardHook): RemovableHandle {
     return this.#addHook(this.#hooks as Map<number, unknown>, hook, 'registerForwardHook');
   }
 

@@ -175,46 +175,47 @@ export class TransformerDecoderLayer extends TransformerLayerBase<DecoderArgs> {
   }
 }
 
-/** numLayers copies of encoderLayer (same initial weights, as torch's deepcopy), then an optional norm. */
-export class TransformerEncoder extends Module<EncoderArgs, Tensor> {
-  layers: ModuleList<TransformerEncoderLayer>;
+/** numLayers copies of a layer (same initial weights, as torch's deepcopy), then an optional norm. */
+abstract class TransformerStack<L extends AnyModule & { clone(): AnyModule }, In extends unknown[]> extends Module<In, Tensor> {
+  layers: ModuleList<L>;
   norm: AnyModule | null;
   readonly numLayers: number;
 
-  constructor(encoderLayer: TransformerEncoderLayer, numLayers: number, norm: AnyModule | null = null) {
+  protected constructor(layer: L, kind: new (...a: never[]) => L, numLayers: number, norm: AnyModule | null) {
     super();
-    checkSize('TransformerEncoder', 'numLayers', numLayers, false);
-    if (!(encoderLayer instanceof TransformerEncoderLayer)) throw new ArgumentError('encoderLayer must be an nn.TransformerEncoderLayer', 'TransformerEncoder');
+    const op = this.typeName;
+    checkSize(op, 'numLayers', numLayers, false);
+    if (!(layer instanceof kind)) throw new ArgumentError(`the layer must be an nn.${kind.name}`, op);
     this.numLayers = numLayers;
-    this.layers = this.registerModule('layers', new ModuleList(Array.from({ length: numLayers }, () => encoderLayer.clone())));
+    this.layers = this.registerModule('layers', new ModuleList<L>(Array.from({ length: numLayers }, () => layer.clone() as L)));
     this.norm = this.registerModule('norm', norm);
+  }
+
+  protected finish(x: Tensor): Tensor {
+    return this.norm ? (this.norm.call(x) as Tensor) : x;
+  }
+}
+
+export class TransformerEncoder extends TransformerStack<TransformerEncoderLayer, EncoderArgs> {
+  constructor(encoderLayer: TransformerEncoderLayer, numLayers: number, norm: AnyModule | null = null) {
+    super(encoderLayer, TransformerEncoderLayer, numLayers, norm);
   }
 
   override forward(src: Tensor, mask?: Tensor | null, srcKeyPaddingMask?: Tensor | null, opts: { isCausal?: boolean } = {}): Tensor {
     let x = src;
     for (const layer of this.layers) x = layer.call(x, mask, srcKeyPaddingMask, opts);
-    return this.norm ? (this.norm.call(x) as Tensor) : x;
+    return this.finish(x);
   }
 }
 
-/** numLayers copies of decoderLayer, then an optional norm. */
-export class TransformerDecoder extends Module<DecoderArgs, Tensor> {
-  layers: ModuleList<TransformerDecoderLayer>;
-  norm: AnyModule | null;
-  readonly numLayers: number;
-
+export class TransformerDecoder extends TransformerStack<TransformerDecoderLayer, DecoderArgs> {
   constructor(decoderLayer: TransformerDecoderLayer, numLayers: number, norm: AnyModule | null = null) {
-    super();
-    checkSize('TransformerDecoder', 'numLayers', numLayers, false);
-    if (!(decoderLayer instanceof TransformerDecoderLayer)) throw new ArgumentError('decoderLayer must be an nn.TransformerDecoderLayer', 'TransformerDecoder');
-    this.numLayers = numLayers;
-    this.layers = this.registerModule('layers', new ModuleList(Array.from({ length: numLayers }, () => decoderLayer.clone())));
-    this.norm = this.registerModule('norm', norm);
+    super(decoderLayer, TransformerDecoderLayer, numLayers, norm);
   }
 
   override forward(tgt: Tensor, memory: Tensor, tgtMask?: Tensor | null, memoryMask?: Tensor | null, tgtKeyPaddingMask?: Tensor | null, memoryKeyPaddingMask?: Tensor | null, opts: { tgtIsCausal?: boolean; memoryIsCausal?: boolean } = {}): Tensor {
     let x = tgt;
     for (const layer of this.layers) x = layer.call(x, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, opts);
-    return this.norm ? (this.norm.call(x) as Tensor) : x;
+    return this.finish(x);
   }
 }

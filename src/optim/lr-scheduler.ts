@@ -372,34 +372,34 @@ function lambdas(op: string, optimizer: AnyOptimizer, fn: LrLambda | readonly Lr
   return list;
 }
 
-/** lr = base lr * lrLambda(epoch) (one function, or one per group). */
-export class LambdaLR extends LRScheduler {
+/** The schedulers driven by your functions of the epoch (one, or one per group). */
+abstract class LambdaScheduler extends LRScheduler {
   readonly lrLambdas: LrLambda[];
   constructor(optimizer: AnyOptimizer, lrLambda: LrLambda | readonly LrLambda[]) {
-    const list = lambdas('LambdaLR', optimizer, lrLambda);
+    const list = lambdas(new.target.name, optimizer, lrLambda);
     super(optimizer);
     this.lrLambdas = list;
     this.initialStep();
   }
+
+  /** lrLambda i at epoch e, as a tensor of lr's dtype. */
+  protected factor(i: number, e: Tensor, lr: Tensor): Tensor {
+    const f = this.lrLambdas[i]!(e);
+    return typeof f === 'number' ? full([], f, { dtype: lr.dtype }) : f;
+  }
+}
+
+/** lr = base lr * lrLambda(epoch). */
+export class LambdaLR extends LambdaScheduler {
   lrsAt(e: Tensor, lrs: readonly Tensor[]): ScheduleStep {
-    return perGroup(lrs, (lr, i) => {
-      const f = this.lrLambdas[i]!(e);
-      return typeof f === 'number' ? mul(full([], f, { dtype: lr.dtype }), this.baseLrs[i]!) : mul(f, this.baseLrs[i]!);
-    });
+    return perGroup(lrs, (lr, i) => mul(this.factor(i, e, lr), this.baseLrs[i]!));
   }
 }
 
 /** lr = lr * lrLambda(epoch) for every epoch after the first. */
-export class MultiplicativeLR extends LRScheduler {
-  readonly lrLambdas: LrLambda[];
-  constructor(optimizer: AnyOptimizer, lrLambda: LrLambda | readonly LrLambda[]) {
-    const list = lambdas('MultiplicativeLR', optimizer, lrLambda);
-    super(optimizer);
-    this.lrLambdas = list;
-    this.initialStep();
-  }
+export class MultiplicativeLR extends LambdaScheduler {
   lrsAt(e: Tensor, lrs: readonly Tensor[]): ScheduleStep {
     const first = eq(e, 0);
-    return perGroup(lrs, (lr, i) => where(first, lr, mul(lr, this.lrLambdas[i]!(e))));
+    return perGroup(lrs, (lr, i) => where(first, lr, mul(lr, this.factor(i, e, lr))));
   }
 }
