@@ -95,12 +95,27 @@ describe('encodeCheckpoint / decodeCheckpoint', () => {
     assert.throws(() => kiln.decodeCheckpoint(files, sgd.parts), /optimizer is Adam, this one SGD/);
     const cos = setup((ps) => new optim.Adam(ps, { lr: 0.01 }), (o) => new optim.CosineAnnealingLR(o, 5), 1, 8);
     const p = bits(cos.model.parameters());
-    assert.throws(() => kiln.decodeCheckpoint(files, cos.parts), /scheduler is StepLR, this one CosineAnnealingLR/);
+    assert.throws(() => kiln.decodeCheckpoint(files, cos.parts), /the state dict is for StepLR, not CosineAnnealingLR/);
     assert.deepEqual(bits(cos.model.parameters()), p, 'the model was not loaded either');
     assert.throws(() => kiln.decodeCheckpoint({ ...files, 'optimizer.safetensors': undefined }, saved.parts), /no optimizer.safetensors/);
     assert.throws(() => kiln.decodeCheckpoint({ ...files, 'checkpoint.json': new TextEncoder().encode('{"format": "kiln-checkpoint", ') }, saved.parts), /not valid JSON/);
     assert.throws(() => kiln.decodeCheckpoint({ ...files, 'checkpoint.json': new TextEncoder().encode('{"format": "other"}') }, saved.parts), /not a kiln checkpoint/);
     assert.throws(() => kiln.encodeCheckpoint(saved.parts, { loss: NaN }), /cannot hold the number NaN/);
+    // a tampered checkpoint.json: values from a file are checked before they reach the optimizer or the loader
+    const tamper = (edit: (j: Record<string, any>) => void) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+      const j = JSON.parse(new TextDecoder().decode(files['checkpoint.json']!));
+      edit(j);
+      return { ...files, 'checkpoint.json': new TextEncoder().encode(JSON.stringify(j)) };
+    };
+    const target = make(8);
+    const p0 = bits(target.model.parameters()), lr0 = target.opt.paramGroups[0]!.lr;
+    assert.throws(() => kiln.decodeCheckpoint(tamper((j) => (j.optimizer.paramGroups[0].lrTensor = 5)), target.parts), /'lrTensor' is not a hyperparameter of Adam/);
+    assert.throws(() => kiln.decodeCheckpoint(tamper((j) => (j.optimizer.paramGroups[0].eps = '1e-8')), target.parts), /'eps' is "1e-8", expected a number/);
+    assert.throws(() => kiln.decodeCheckpoint(tamper((j) => (j.optimizer.paramGroups[0].betas = [0.9])), target.parts), /expected a list of 2 numbers/);
+    assert.throws(() => kiln.decodeCheckpoint(tamper((j) => (j.dataLoader.sampler.epochStart = { seed: -1, offset: 0 })), target.parts), /generator state/);
+    assert.throws(() => kiln.decodeCheckpoint(tamper((j) => (j.scheduler.lastEpoch = 1.5)), target.parts), /lastEpoch must be an integer/);
+    assert.deepEqual(bits(target.model.parameters()), p0);
+    assert.equal(target.opt.paramGroups[0]!.lr, lr0);
   });
 });
 

@@ -8,7 +8,7 @@ import { decodeSafetensors, encodeSafetensors, type RawTensor } from '../src/io/
 import { readSafetensorsFile, writeSafetensorsFile } from '../src/io/safetensors-node.js';
 import * as kiln from 'kilnjs';
 import { loadSafetensors, loadSafetensorsWithMetadata, saveSafetensors } from 'kilnjs/node';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { haveFixture, LAYER_FIXTURES, NO_FIXTURES } from './helpers/torch-cases.js';
 import { assertClose } from './helpers/torch-compare.js';
 

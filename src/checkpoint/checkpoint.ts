@@ -11,7 +11,7 @@
 // the model, optimizer, scheduler and loader as they were.
 
 import { StateDictError } from '../core/errors.js';
-import type { GeneratorState } from '../core/random.js';
+import { Generator, type GeneratorState } from '../core/random.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { getRngState, setRngState } from '../ops/creation.js';
 import { decodeSafetensors, encodeSafetensors, setOwn } from '../io/safetensors.js';
@@ -120,10 +120,16 @@ export function decodeCheckpoint(files: Record<string, Uint8Array | undefined>, 
     }
     if (parts.scheduler) {
       if (!json.scheduler) throw new StateDictError('the checkpoint has no scheduler state', OP_LOAD);
-      checkSchedulerTypes(parts.scheduler, json.scheduler);
+      parts.scheduler.checkStateDict(json.scheduler);
     }
-    if (parts.dataLoader && !json.dataLoader) throw new StateDictError('the checkpoint has no data loader state', OP_LOAD);
-    if (parts.rng !== false && !json.rng) throw new StateDictError('the checkpoint has no random generator state', OP_LOAD, 'pass rng: false to keep the current one');
+    if (parts.dataLoader) {
+      if (!json.dataLoader) throw new StateDictError('the checkpoint has no data loader state', OP_LOAD);
+      parts.dataLoader.checkStateDict(json.dataLoader);
+    }
+    if (parts.rng !== false) {
+      if (!json.rng) throw new StateDictError('the checkpoint has no random generator state', OP_LOAD, 'pass rng: false to keep the current one');
+      new Generator().setState(json.rng);
+    }
 
     // 2. write: the model first (its loadStateDict checks before writing, so a mismatch changes nothing)
     if (parts.model) parts.model.loadStateDict(model!);
@@ -135,17 +141,4 @@ export function decodeCheckpoint(files: Record<string, Uint8Array | undefined>, 
     for (const t of owned) t.dispose(); // loaded by copy: the files' tensors are not kept
   }
   return { extra: json.extra };
-}
-
-/** The scheduler tree must have the same classes as the one saved. */
-function checkSchedulerTypes(s: Scheduler, sd: SchedulerStateDict | CompositeStateDict): void {
-  if (!sd || sd.type !== s.constructor.name) {
-    throw new StateDictError(`the checkpoint's scheduler is ${sd?.type}, this one ${s.constructor.name}`, OP_LOAD, 'build the same schedulers before loading their state');
-  }
-  const children = (s as { schedulers?: Scheduler[] }).schedulers;
-  if (children) {
-    const saved = (sd as CompositeStateDict).schedulers;
-    if (!Array.isArray(saved) || saved.length !== children.length) throw new StateDictError(`the checkpoint's ${sd.type} has ${saved?.length} schedulers, this one ${children.length}`, OP_LOAD);
-    children.forEach((c, i) => checkSchedulerTypes(c, saved[i]!));
-  }
 }

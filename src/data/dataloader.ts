@@ -5,7 +5,7 @@
 // already yielded, so a resumed run sees the same batches as an uninterrupted one.
 
 import { ArgumentError, StateDictError } from '../core/errors.js';
-import type { Generator } from '../core/random.js';
+import { Generator } from '../core/random.js';
 import { isTensor } from '../tensor/tensor.js';
 import { scope } from '../tensor/scope.js';
 import { defaultCollate } from './collate.js';
@@ -105,14 +105,21 @@ export class DataLoader<T = unknown, B = T> implements Iterable<B> {
     return { batchesYielded: this.#yielded, sampler: { ...sampler, epochStart: this.#yielded > 0 ? sampler.epochStart : null } };
   }
 
+  /** Throws unless `state` is a DataLoader state this loader can resume from (changes nothing). */
+  checkStateDict(state: unknown): void {
+    const op = 'DataLoader.loadStateDict';
+    const st = state as Partial<DataLoaderState> | null;
+    if (!st || !Number.isInteger(st.batchesYielded) || st.batchesYielded! < 0) throw new StateDictError(`batchesYielded must be a non-negative integer, got ${JSON.stringify(st?.batchesYielded)}`, op);
+    if (typeof (this.sampler as Partial<ResumableSampler>).loadStateDict !== 'function') throw new StateDictError('this sampler cannot resume an epoch', op);
+    const sm = st.sampler;
+    if (!sm || typeof sm !== 'object') throw new StateDictError('the state has no sampler state', op);
+    for (const g of [sm.epochStart, sm.generator]) if (g !== null) new Generator().setState(g!);
+  }
+
   /** The next iteration replays the saved epoch's order and skips the batches already yielded. */
   loadStateDict(state: DataLoaderState): void {
-    const op = 'DataLoader.loadStateDict';
-    if (!state || !Number.isInteger(state.batchesYielded) || state.batchesYielded < 0) throw new StateDictError(`batchesYielded must be a non-negative integer, got ${JSON.stringify(state?.batchesYielded)}`, op);
-    const s = this.sampler as Partial<ResumableSampler>;
-    if (typeof s.loadStateDict !== 'function') throw new StateDictError('this sampler cannot resume an epoch', op);
-    if (!state.sampler || typeof state.sampler !== 'object') throw new StateDictError('the state has no sampler state', op);
-    s.loadStateDict(state.sampler);
+    this.checkStateDict(state);
+    (this.sampler as ResumableSampler).loadStateDict(state.sampler);
     this.#skip = state.batchesYielded;
     this.#yielded = state.batchesYielded;
   }

@@ -98,6 +98,7 @@ export class RandomSampler implements ResumableSampler {
   }
 
   loadStateDict(state: SamplerState): void {
+    for (const g of [state.epochStart, state.generator]) if (g !== null) new Generator().setState(g); // check both first
     if (state.generator && this.generator) this.generator.setState(state.generator);
     this.#resume = state.epochStart;
     this.#epoch = null;

@@ -31,6 +31,8 @@ export interface Scheduler {
   step(): void;
   getLastLr(): number[];
   stateDict(): SchedulerStateDict | CompositeStateDict;
+  /** throws unless sd is this scheduler's kind of state (changes nothing) */
+  checkStateDict(sd: unknown): void;
   loadStateDict(sd: SchedulerStateDict | CompositeStateDict): void;
 }
 
@@ -138,11 +140,19 @@ export abstract class LRScheduler implements Scheduler {
     return { type: this.constructor.name, lastEpoch: this.lastEpoch, baseLrs: [...this.baseLrs], ...this.settings() };
   }
 
+  checkStateDict(sd: unknown): void {
+    checkStateDict(this, sd);
+    if ((sd as SchedulerStateDict).baseLrs.length !== this.groups.length) {
+      throw new StateDictError(`the state has ${(sd as SchedulerStateDict).baseLrs.length} base lrs, the optimizer ${this.groups.length} groups`, `${this.constructor.name}.loadStateDict`);
+    }
+  }
+
   /** Restores the epoch and base lrs (the optimizer's state dict restores the lrs themselves). */
   loadStateDict(sd: SchedulerStateDict | CompositeStateDict): void {
-    checkStateDict(this, sd);
-    this.baseLrs = [...sd.baseLrs];
-    noGrad(() => assign(this.lastEpochTensor, sd.lastEpoch));
+    this.checkStateDict(sd);
+    const own = sd as SchedulerStateDict;
+    this.baseLrs = [...own.baseLrs];
+    noGrad(() => assign(this.lastEpochTensor, own.lastEpoch));
   }
 
   toString(): string {

@@ -157,7 +157,13 @@ export abstract class Optimizer<H extends object = object> {
       sg.params.forEach((id, j) => (byIndex[id] = g.params[j]!));
       const { params: _p, lr, ...hyper } = sg;
       if (typeof lr !== 'number' || !(lr >= 0) || !Number.isFinite(lr)) throw new StateDictError(`group ${i}: lr ${JSON.stringify(lr)} is not a finite number >= 0`, op);
-      this.validate({ ...this.hyperparameters(g), ...hyper } as H);
+      // only this optimizer's hyperparameters, each of its default's kind (a state dict may come from a file)
+      const own = this.hyperparameters(g) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(hyper)) {
+        if (!Object.hasOwn(own, k)) throw new StateDictError(`group ${i}: '${k}' is not a hyperparameter of ${this.constructor.name}`, op, `its hyperparameters: lr, ${Object.keys(own).join(', ')}`);
+        if (kindOf(v) !== kindOf(own[k])) throw new StateDictError(`group ${i}: '${k}' is ${JSON.stringify(v)}, expected a ${kindOf(own[k])}`, op);
+      }
+      this.validate({ ...own, ...hyper } as H);
     });
     for (const [id, entries] of Object.entries(sd.state)) {
       const p = byIndex[Number(id)];
@@ -223,4 +229,10 @@ export abstract class Optimizer<H extends object = object> {
     lines.push(')');
     return lines.join('\n');
   }
+}
+
+/** number, boolean, or an array of n numbers (betas): what a hyperparameter may be. */
+function kindOf(v: unknown): string {
+  if (Array.isArray(v)) return v.every((x) => typeof x === 'number') ? `list of ${v.length} numbers` : 'list';
+  return typeof v;
 }

@@ -4,7 +4,7 @@
 // (every child's next lr is computed and the active one selected), so the switch happens inside
 // compiled steps too, without retracing.
 
-import { ArgumentError } from '../core/errors.js';
+import { ArgumentError, StateDictError } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { isTensor } from '../tensor/tensor.js';
 import { keep, scope } from '../tensor/scope.js';
@@ -26,13 +26,14 @@ function checkChildren(op: string, schedulers: readonly unknown[], optimizer: An
   });
 }
 
-function loadChildren(op: object, children: readonly Scheduler[], sd: unknown): CompositeStateDict {
+/** Throws unless sd is the state of `op` and its children (changes nothing). */
+function checkComposite(op: object, children: readonly Scheduler[], sd: unknown): CompositeStateDict {
   checkStateType(op, sd);
   const c = sd as CompositeStateDict;
   if (!Array.isArray(c.schedulers) || c.schedulers.length !== children.length) {
-    throw new ArgumentError(`the state dict holds ${Array.isArray(c.schedulers) ? c.schedulers.length : 'no'} schedulers, this one ${children.length}`, `${op.constructor.name}.loadStateDict`);
+    throw new StateDictError(`the state dict holds ${Array.isArray(c.schedulers) ? c.schedulers.length : 'no'} schedulers, this one ${children.length}`, `${op.constructor.name}.loadStateDict`);
   }
-  children.forEach((s, i) => s.loadStateDict(c.schedulers[i]!));
+  children.forEach((s, i) => s.checkStateDict(c.schedulers[i]));
   return c;
 }
 
@@ -107,9 +108,15 @@ export class SequentialLR implements Scheduler {
     return { type: 'SequentialLR', lastEpoch: this.lastEpochTensor.item(), schedulers: this.schedulers.map((s) => s.stateDict()) };
   }
 
+  checkStateDict(sd: unknown): void {
+    const c = checkComposite(this, this.schedulers, sd);
+    if (!Number.isInteger(c.lastEpoch)) throw new StateDictError('lastEpoch must be an integer', 'SequentialLR.loadStateDict');
+  }
+
   loadStateDict(sd: SchedulerStateDict | CompositeStateDict): void {
-    const c = loadChildren(this, this.schedulers, sd);
-    if (!Number.isInteger(c.lastEpoch)) throw new ArgumentError('lastEpoch must be an integer', 'SequentialLR.loadStateDict');
+    this.checkStateDict(sd);
+    const c = sd as CompositeStateDict;
+    this.schedulers.forEach((s, i) => s.loadStateDict(c.schedulers[i]!));
     noGrad(() => assign(this.lastEpochTensor, c.lastEpoch!));
   }
 }
@@ -137,7 +144,12 @@ export class ChainedScheduler implements Scheduler {
     return { type: 'ChainedScheduler', schedulers: this.schedulers.map((s) => s.stateDict()) };
   }
 
+  checkStateDict(sd: unknown): void {
+    checkComposite(this, this.schedulers, sd);
+  }
+
   loadStateDict(sd: SchedulerStateDict | CompositeStateDict): void {
-    loadChildren(this, this.schedulers, sd);
+    this.checkStateDict(sd);
+    this.schedulers.forEach((s, i) => s.loadStateDict((sd as CompositeStateDict).schedulers[i]!));
   }
 }
