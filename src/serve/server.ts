@@ -84,8 +84,10 @@ function describeWarmup(entries: readonly WarmupEntry[]): string {
 export async function serve(o: ServeOptions): Promise<KilnServer> {
   const t0 = performance.now();
   const r = resolveOptions(o);
-  const { default: Fastify } = await import('fastify');
-  const app = Fastify({ logger: r.logLevel === 'silent' ? false : { level: r.logLevel }, disableRequestLogging: true, return503OnClosing: true, forceCloseConnections: 'idle', bodyLimit: 1 << 20 });
+  const { default: Fastify, LogController } = await import('fastify');
+  // no line per request (metrics count them); the server's own lines go through this logger
+  const app = Fastify({ logger: r.logLevel === 'silent' ? false : { level: r.logLevel }, logController: new LogController({ disableRequestLogging: true }), return503OnClosing: true, forceCloseConnections: 'idle', bodyLimit: 1 << 20 });
+  app.removeContentTypeParser('text/plain');
   const log = (level: 'info' | 'warn' | 'error', msg: string) => {
     app.log[level](msg);
     o.onLog?.(level, msg);
@@ -234,8 +236,13 @@ export async function serve(o: ServeOptions): Promise<KilnServer> {
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<boolean>((res) => (timer = setTimeout(() => res(true), r.drainTimeoutMs)));
       const drained = (async () => {
-        await app.close();
+        const closed = app.close(); // the listener closes; requests on open connections get 503
         await batcher.idle();
+        // every accepted request has its answer: keep-alive connections would otherwise idle
+        // until their timeout, so close each as soon as its last answer is written
+        const sweep = setInterval(() => app.server.closeIdleConnections(), 20);
+        await closed;
+        clearInterval(sweep);
         return false;
       })();
       if (await Promise.race([drained, timedOut])) {

@@ -178,7 +178,9 @@ export class RedisBytes implements ByteStore {
       this.stats.writeErrors++;
       return false;
     }
-    const copy = bytes.slice(); // transferred to the worker: the caller keeps its bytes
+    // a fresh buffer, transferred to the worker (a Buffer's slice() would share, and detach, Node's pool)
+    const copy = new Uint8Array(bytes.byteLength);
+    copy.set(bytes);
     const id = ++this.seq;
     this.pending.set(id, copy.byteLength);
     const req: WorkerRequest = { op: 'set', id, key: this.prefix + name, value: copy.buffer, ttl: this.ttl };
