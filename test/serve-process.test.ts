@@ -2,10 +2,11 @@
 // answers 200 only after warm-up (while /healthz answers from the start), and SIGTERM stops
 // accepting, answers every request already accepted, and exits 0.
 
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
-import { fixtureModel, maxAbsDiff, metric, metrics, MODEL_FILE, postJson, reference, rowsOf, spawnServe, tempDir } from './helpers/serve.js';
+import { fixtureModel, maxAbsDiff, metric, metrics, MODEL_FILE, postJson, reference, ROOT, rowsOf, spawnServe, tempDir } from './helpers/serve.js';
 
 const IN = 16;
 
@@ -82,4 +83,27 @@ test('SIGTERM: stops accepting, answers every accepted request, exits 0', async 
       await child.exited;
     }
   }
+});
+
+test("import 'kilnjs' and 'kilnjs/node' load no server packages; starting a server does", () => {
+  const probe = `
+    import { createRequire } from 'node:module';
+    const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((p) => /node_modules\\/(fastify|prom-client|ioredis)\\//.test(p)).length;
+    await import('kilnjs');
+    await import('kilnjs/node');
+    const before = loaded();
+    const { serve } = await import('kilnjs/node');
+    const { moduleEngine } = await import('./src/serve/module-engine.ts');
+    const kiln = await import('kilnjs');
+    const model = new kiln.nn.Linear(2, 2);
+    const s = await serve({ model: moduleEngine({ name: 'probe', model, inputs: [{ name: 'x', dtype: 'float32', row: [2] }], buckets: [1] }), port: 0, logLevel: 'silent' });
+    await s.ready;
+    const after = loaded();
+    await s.close();
+    process.stdout.write(JSON.stringify({ before, after }));`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', probe], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, KILN_CACHE: '0' } });
+  assert.equal(r.status, 0, r.stderr);
+  const { before, after } = JSON.parse(r.stdout) as { before: number; after: number };
+  assert.equal(before, 0, 'no fastify, prom-client or ioredis module after importing kiln');
+  assert.ok(after > 0, 'the check sees them once a server runs');
 });
