@@ -95,7 +95,8 @@ export async function serve(o: ServeOptions): Promise<KilnServer> {
 
   const remote = o.remoteCache ? useRemoteCache(o.remoteCache) : null;
   if (remote) {
-    const up = await remote.connected(o.remoteCache!.timeoutMs ? Math.max(o.remoteCache!.timeoutMs, 2000) : 2000);
+    // resolves at the client's first word (connected, or refused / timed out: ioredis's 2 s connect timeout)
+    const up = await remote.connected(10_000);
     log(up ? 'info' : 'warn', up ? `remote compile cache: ${remote.location}` : `remote compile cache ${remote.location} is unreachable (${remote.stats().lastError ?? 'no answer'}): compiling locally`);
   }
   const artifact = typeof o.model === 'string' && isArtifact(o.model);

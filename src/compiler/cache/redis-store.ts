@@ -115,7 +115,7 @@ export class RedisBytes implements ByteStore {
     if (this.pending.size === 0) for (const w of this.waiters.splice(0)) w();
   }
 
-  /** Resolves true once connected, false if Redis is not reachable within `timeoutMs` (the store then misses). */
+  /** Resolves at the client's first report: true once connected, false if refused or unreachable (or nothing within `timeoutMs`); the store then misses until it connects. */
   connected(timeoutMs = 2000): Promise<boolean> {
     if (this.settled || this.closed) return Promise.resolve(this.stats.up);
     return new Promise((resolve) => {
