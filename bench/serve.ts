@@ -10,10 +10,18 @@
 // the server's own count of 200s is checked against the client's. Outputs of the three engines
 // are compared on one batch before anything is timed.
 //
-// Run:  npx tsx bench/serve.ts [--connections=1,8,64] [--requests=300,1500,3000] [--seconds=30] [--out=bench/results/serve.json]
+// --fleet: two W1 servers (compiled, js), each with its own empty local cache, share one Redis
+// (Debian's redis-server on a free loopback port): the first compiles and publishes, the
+// second's warm-up should compile nothing; their warm-up and start-up times side by side.
+//
+// Run:  npx tsx bench/serve.ts [--connections=1,8,64] [--requests=300,1500,3000] [--seconds=30] [--fleet[=only]] [--out=bench/results/serve.json]
 
 import { spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as kiln from 'kilnjs';
 import type { Engine, EngineOutput } from 'kilnjs/node';
@@ -59,8 +67,9 @@ async function ortEngine(model: kiln.nn.Sequential, buckets: number[]): Promise<
   };
 }
 
-/** `--server=ENGINE --batching=0|1`: serves W1 on a free port and prints it. */
-async function server(engineName: EngineName, batching: boolean): Promise<void> {
+/** `--server=ENGINE --batching=0|1 [--remote=URL]`: serves W1 on a free port and prints it. */
+async function server(engineName: EngineName, batching: boolean, remote: string | undefined): Promise<void> {
+  const t0 = performance.now();
   const kilnNode = await import('kilnjs/node');
   const { moduleEngine } = await import('../src/serve/module-engine.js');
   const { pow2Buckets } = await import('../src/serve/rows.js');
@@ -68,23 +77,34 @@ async function server(engineName: EngineName, batching: boolean): Promise<void> 
   const buckets = pow2Buckets(MAX_BATCH);
   const inputs = [{ name: 'x', dtype: 'float32' as const, row: [IN] }];
   const engine = engineName === 'ort' ? await ortEngine(model, buckets) : moduleEngine({ name: 'W1', model, inputs, buckets, backend: 'js', mode: engineName === 'kiln-eager' ? 'eager' : 'compiled' });
-  const s = await kilnNode.serve({ model: engine, port: 0, batching, maxBatch: MAX_BATCH, maxWaitMs: 2, maxQueue: 4096, logLevel: 'silent', canary: { fraction: 0 } });
+  const remoteCache = remote ? { url: remote, secret: process.env.KILN_BENCH_FLEET_SECRET! } : undefined;
+  let warmupMs = 0;
+  const s = await kilnNode.serve({ model: engine, port: 0, batching, maxBatch: MAX_BATCH, maxWaitMs: 2, maxQueue: 4096, logLevel: 'silent', canary: { fraction: 0 }, ...(remoteCache ? { remoteCache } : {}), onLog: (_l, m) => void (warmupMs = Number(/^ready in \d+ ms: warm-up (\d+) ms/.exec(m)?.[1] ?? warmupMs)) });
   await s.ready;
-  process.stdout.write(`${JSON.stringify({ url: s.url, stats: kiln.stats() })}\n`);
+  process.stdout.write(`${JSON.stringify({ url: s.url, stats: kiln.stats(), readyMs: performance.now() - t0, warmupMs, remote: s.remoteCache() })}\n`);
   process.once('SIGTERM', () => void s.close().then(() => process.exit(0)));
 }
 
-function startServer(engine: EngineName, batching: boolean): Promise<{ url: string; stop: () => Promise<void>; compiles: number }> {
-  const p = spawn(process.execPath, ['--import', 'tsx', SELF, `--server=${engine}`, `--batching=${batching ? 1 : 0}`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KILN_CACHE: '0' } });
+interface Started {
+  url: string;
+  stop: () => Promise<void>;
+  stats: kiln.CompilerStats;
+  readyMs: number;
+  warmupMs: number;
+  remote: unknown;
+}
+
+function startServer(engine: EngineName, batching: boolean, env: Record<string, string> = { KILN_CACHE: '0' }, extra: string[] = []): Promise<Started> {
+  const p = spawn(process.execPath, ['--import', 'tsx', SELF, `--server=${engine}`, `--batching=${batching ? 1 : 0}`, ...extra], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     let out = '';
     p.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out += d;
       const nl = out.indexOf('\n');
       if (nl < 0) return;
-      const { url, stats } = JSON.parse(out.slice(0, nl)) as { url: string; stats: kiln.CompilerStats };
+      const started = JSON.parse(out.slice(0, nl)) as Omit<Started, 'stop'>;
       const exited = new Promise<void>((r) => p.once('exit', () => r()));
-      resolve({ url, compiles: stats.compiles, stop: async () => void (p.kill('SIGTERM'), await exited) });
+      resolve({ ...started, stop: async () => void (p.kill('SIGTERM'), await exited) });
     });
     p.once('exit', (code) => reject(new Error(`server ${engine} exited (${code}) before listening`)));
   });
@@ -128,9 +148,47 @@ interface Row {
   meanBatchRows: number;
 }
 
+/** Debian's redis-server on a free loopback port, no persistence. */
+async function startRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-bench-redis-'));
+  const p = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    p.stdout!.setEncoding('utf8').on('data', (d: string) => void ((out += d).includes('Ready to accept connections') && resolve()));
+    p.once('exit', (code) => reject(new Error(`redis-server exited (${code})`)));
+  });
+  const exited = new Promise<void>((r) => p.once('exit', () => r()));
+  return { url: `redis://127.0.0.1:${port}`, stop: async () => void (p.kill('SIGTERM'), await exited) };
+}
+
+/** Two W1 servers sharing one Redis (see the file comment). */
+async function fleet(): Promise<Record<string, unknown>> {
+  const redis = await startRedis();
+  const env = { KILN_BENCH_FLEET_SECRET: randomBytes(32).toString('hex'), KILN_CACHE_SOURCES: 'off' };
+  const out: Record<string, unknown> = {};
+  try {
+    for (const name of ['first', 'second']) {
+      const s = await startServer('kiln-compiled', true, { ...env, KILN_CACHE_DIR: mkdtempSync(join(tmpdir(), `kiln-bench-fleet-${name}-`)) }, [`--remote=${redis.url}`]);
+      await s.stop();
+      const c = s.stats.cache;
+      out[name] = { readyMs: Math.round(s.readyMs), warmupMs: s.warmupMs, cacheMisses: c.misses, traceSkips: c.traceSkips, programHits: c.hits - c.traceSkips, compileMs: Math.round(s.stats.compileTimeMs), remote: s.remote };
+      console.log(`fleet ${name}: ready ${s.readyMs.toFixed(0)} ms after the server process began (model built, serve() called), warm-up ${s.warmupMs} ms; cache misses ${c.misses}, warm starts ${c.traceSkips}, compile time ${s.stats.compileTimeMs.toFixed(0)} ms`);
+    }
+  } finally {
+    await redis.stop();
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const args = parseArgs();
-  if (args.has('server')) return server(args.get('server') as EngineName, args.get('batching') === '1');
+  if (args.has('server')) return server(args.get('server') as EngineName, args.get('batching') === '1', args.get('remote'));
   const connections = (args.get('connections') ?? '1,8,64').split(',').map(Number);
   const requests = (args.get('requests') ?? '300,1500,3000').split(',').map(Number);
   const seconds = Number(args.get('seconds') ?? 30);
@@ -139,14 +197,15 @@ async function main(): Promise<void> {
   kiln.manualSeed(1);
   const x = kiln.randn([1, IN]).dataSync() as Float32Array;
   const body = kiln.encodeSafetensors({ x: { dtype: 'float32', shape: [1, IN], data: x } });
+  const fleetResult = args.has('fleet') ? await fleet() : null;
   const rows: Row[] = [];
   const outputs = new Map<EngineName, Float32Array>();
   const warm = new Map<string, number>();
-  for (const engine of ENGINES) {
+  for (const engine of args.get('fleet') === 'only' ? [] : ENGINES) {
     for (const batching of [false, true]) {
       const t0 = performance.now();
       const s = await startServer(engine, batching);
-      warm.set(`${engine} batching=${batching}`, performance.now() - t0);
+      warm.set(`${engine} batching=${batching}`, Math.round(performance.now() - t0));
       try {
         outputs.set(engine, await predict(s.url, body));
         await load(s.url, body, 8, 100, 120); // JIT and thread pool warm (ends by count)
@@ -170,6 +229,10 @@ async function main(): Promise<void> {
       }
     }
   }
+  if (args.get('fleet') === 'only') {
+    writeJson(out, { benchmark: 'serve (fleet only)', machine: finishMachineInfo(machine), fleet: fleetResult });
+    return console.log(`wrote ${out}`);
+  }
   const ref = outputs.get('kiln-eager')!;
   const agreement = Object.fromEntries([...outputs].map(([k, v]) => [k, Math.max(...Array.from(v, (y, i) => Math.abs(y - ref[i]!)))]));
   console.log(`\nmax |output - kiln eager| on one request: ${Object.entries(agreement).map(([k, v]) => `${k} ${v.toExponential(1)}`).join(', ')}`);
@@ -191,6 +254,7 @@ async function main(): Promise<void> {
     serverStartMs: Object.fromEntries(warm),
     rows,
     lost,
+    ...(fleetResult ? { fleet: fleetResult } : {}),
   });
   console.log(`wrote ${out}`);
 }

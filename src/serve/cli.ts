@@ -3,6 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { KilnError } from '../core/errors.js';
 import type { RemoteCacheOptions } from '../compiler/cache/remote.js';
 import { LOG_LEVELS, type ServeOptions } from './options.js';
 
@@ -151,7 +152,8 @@ export async function serveCli(argv: readonly string[]): Promise<number> {
     server = await serve(opts);
     await server.ready;
   } catch (e) {
-    process.stderr.write(`kilnjs serve: ${(e as Error).message}\n`);
+    // kiln's typed errors already name the command ('kilnjs serve model.ts: ...')
+    process.stderr.write(`${e instanceof KilnError ? e.message : `kilnjs serve: ${(e as Error).message}`}\n`);
     return 1;
   }
   return new Promise<number>((resolve) => {
