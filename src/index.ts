@@ -2,6 +2,7 @@
 // features (files, native backends) live in 'kilnjs/node'.
 
 import './tensor/methods.js';
+import './tensor/methods-api.js';
 import { isTensor, Tensor } from './tensor/tensor.js';
 import { keep, scope as scopeImpl } from './tensor/scope.js';
 import { memoryStats } from './tensor/storage.js';
@@ -17,10 +18,21 @@ export { reshape, viewAs, flatten, squeeze, unsqueeze, permute, transpose, expan
 export { matmul, bmm } from './ops/linalg.js';
 export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot, nonzero, maskedSelect } from './ops/indexing.js';
 export { conv2d, maxPool2d, avgPool2d } from './ops/window.js';
+export { linear, triu, tril, dropout, layerNorm, batchNorm, embedding, scaledDotProductAttention } from './ops/functional.js';
+// the torch API surface of docs/torch-api.md: activations, tensor ops, losses (math is in ops/math.js above)
+export { amax, amin, type ValuesIndices } from './ops/reduce.js';
+export { flip, roll, repeat, tile, repeatInterleave } from './ops/reorder.js';
+export { sort, argsort, topk, kthvalue, bucketize, unique, type UniqueOptions, type UniqueResult } from './ops/sorting.js';
+export { cumprod, cummax, cummin } from './ops/scan.js';
+export { norm, normalize, cosineSimilarity, cdist, type NormOrder } from './ops/norms.js';
+export { diag, trace, meshgrid, type MeshgridOptions } from './ops/matrix.js';
+export { einsum } from './ops/einsum.js';
+export { multinomial, randperm } from './ops/sampling.js';
+export { elu, selu, celu, hardtanh, relu6, hardsigmoid, hardswish, mish, logsigmoid, leakyRelu, prelu, glu } from './ops/activations.js';
 export {
-  linear, triu, tril, dropout, layerNorm, batchNorm, embedding, nllLoss, crossEntropy, mseLoss,
-  binaryCrossEntropyWithLogits, scaledDotProductAttention,
-} from './ops/functional.js';
+  nllLoss, crossEntropy, mseLoss, l1Loss, smoothL1Loss, huberLoss, klDiv, binaryCrossEntropy, binaryCrossEntropyWithLogits,
+  type Reduction, type KlDivReduction, type CrossEntropyOptions,
+} from './ops/losses.js';
 export { cast, copy as clone } from './ops/pointwise.js';
 export { assign } from './ops/inplace.js';
 export { setCheckNumerics, setDefaultBackend } from './ops/dispatch.js';

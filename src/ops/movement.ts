@@ -179,6 +179,8 @@ export const slicePrim: PrimDef<SliceAttrs> = {
 };
 
 function sliceBackward(g: Tensor, shape: readonly number[], dtype: DType, a: SliceAttrs): Tensor {
+  // a whole dim reversed (flip): reversing the gradient puts it back
+  if (a.step === -1 && a.start === shape[a.dim]! - 1 && a.end === -1) return apply(slicePrim, [g], a);
   if (a.step === 1) {
     const pads = new Array<number>(2 * shape.length).fill(0);
     // pad takes (left, right) pairs from the last dim backwards

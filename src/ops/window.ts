@@ -8,7 +8,7 @@ import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { contiguous, reshape } from './movement.js';
 import { matmul } from './linalg.js';
 import * as m from './math.js';
-import { max, mean } from './reduce.js';
+import { amax, mean } from './reduce.js';
 
 type Pair = number | readonly [number, number];
 const pair = (op: string, name: string, v: Pair): [number, number] => {
@@ -131,7 +131,7 @@ function poolWindows(op: string, x: Tensor, kernel: Pair, opts: Pool2dOptions, p
 export function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {}): Tensor {
   expectTensor('maxPool2d', x, 'x');
   const { cols, geom } = poolWindows('maxPool2d', x, kernelSize, opts, -Infinity);
-  return reshape(max(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
+  return reshape(amax(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
 }
 
 /** Average pooling; padded positions count in the divisor (torch's count_include_pad=True). */
