@@ -14,6 +14,7 @@
 import * as kiln from 'kilnjs';
 import * as R from './helpers/reference.js';
 import type { ND } from './helpers/reference.js';
+import { REQUIRED_API_OPS, apiOpCases } from './op-table-api.js';
 
 export type Kiln = typeof kiln;
 export type Tensor = kiln.Tensor;
@@ -47,12 +48,12 @@ export const FLOAT32_TOL: Tol = { atol: 1e-5, rtol: 1e-5 };
 export const FLOAT64_TOL: Tol = { atol: 1e-10, rtol: 1e-9 };
 export const GRAD_TOL: Tol = { atol: 2e-7, rtol: 1e-6 };
 /** for inputs of large magnitude, where finite differences lose digits to rounding of f */
-const GRAD_TOL_LARGE: Tol = { atol: 1e-6, rtol: 1e-5 };
-const LONG_REDUCTION: Tol = { atol: 3e-5, rtol: 3e-5 };
+export const GRAD_TOL_LARGE: Tol = { atol: 1e-6, rtol: 1e-5 };
+export const LONG_REDUCTION: Tol = { atol: 3e-5, rtol: 3e-5 };
 
 // ---- random inputs ----------------------------------------------------------------------
 
-type Shape = readonly number[];
+export type Shape = readonly number[];
 export type Gen = (rng: Rng, shape: Shape) => Tensor;
 
 const values = (t: Tensor): Float64Array => Float64Array.from(t.dataSync() as ArrayLike<number>);
@@ -162,17 +163,17 @@ export class Rng {
   }
 }
 
-const N: Gen = (r, s) => r.randn(s);
-const away0: Gen = (r, s) => r.away(s, [0]);
-const positive: Gen = (r, s) => r.uniform(s, 0.5, 2);
-const distinct: Gen = (r, s) => r.distinct(s);
+export const N: Gen = (r, s) => r.randn(s);
+export const away0: Gen = (r, s) => r.away(s, [0]);
+export const positive: Gen = (r, s) => r.uniform(s, 0.5, 2);
+export const distinct: Gen = (r, s) => r.distinct(s);
 
 // ---- builders ---------------------------------------------------------------------------
 
 type Run1 = (k: Kiln, x: Tensor) => Tensor;
 
 /** A unary op on a contiguous 3-D tensor, a transposed view, a strided view and a 0-d tensor. */
-function unary(op: string, run: Run1, ref: (v: number) => number, o: { gen?: Gen; grad?: boolean; tol?: Tol; label?: string } = {}): OpCase[] {
+export function unary(op: string, run: Run1, ref: (v: number) => number, o: { gen?: Gen; grad?: boolean; tol?: Tol; label?: string } = {}): OpCase[] {
   const gen = o.gen ?? N;
   const name = o.label ?? op;
   const grad = o.grad === false ? [] : [0];
@@ -188,7 +189,7 @@ function unary(op: string, run: Run1, ref: (v: number) => number, o: { gen?: Gen
 type Run2 = (k: Kiln, a: kiln.Tensor | number, b: kiln.Tensor | number) => Tensor;
 
 /** A binary op: same shape, broadcasting both ways, non-contiguous operands, scalar operands. */
-function binary(op: string, run: Run2, ref: (a: number, b: number) => number, o: { genA?: Gen; genB?: Gen; scalar?: number; grad?: boolean; outDType?: DType; tol?: Tol; label?: string } = {}): OpCase[] {
+export function binary(op: string, run: Run2, ref: (a: number, b: number) => number, o: { genA?: Gen; genB?: Gen; scalar?: number; grad?: boolean; outDType?: DType; tol?: Tol; label?: string } = {}): OpCase[] {
   const gA = o.genA ?? N, gB = o.genB ?? N;
   const name = o.label ?? op;
   const s = o.scalar ?? 1.5;
@@ -221,7 +222,7 @@ function binary(op: string, run: Run2, ref: (a: number, b: number) => number, o:
 type Dims = number | readonly number[] | undefined;
 
 /** A reduction over several dim sets, with and without keepdim, on contiguous and strided inputs. */
-function reduction(op: string, run: (k: Kiln, x: Tensor, dims: Dims, keepdim: boolean) => Tensor, ref: (x: ND, dims: Dims, keepdim: boolean) => ND, o: { gen?: Gen; grad?: boolean; outDType?: DType; tol?: Tol; variants?: readonly [Dims, boolean][] } = {}): OpCase[] {
+export function reduction(op: string, run: (k: Kiln, x: Tensor, dims: Dims, keepdim: boolean) => Tensor, ref: (x: ND, dims: Dims, keepdim: boolean) => ND, o: { gen?: Gen; grad?: boolean; outDType?: DType; tol?: Tol; variants?: readonly [Dims, boolean][] } = {}): OpCase[] {
   const gen = o.gen ?? N;
   const variants = o.variants ?? [[undefined, false], [1, false], [-1, true], [[0, 2], true], [[0, 2], false]];
   const fmt = (d: Dims, kd: boolean) => `${d === undefined ? 'all' : `dim=${JSON.stringify(d)}`}${kd ? ' keepdim' : ''}`;
@@ -242,7 +243,7 @@ function reduction(op: string, run: (k: Kiln, x: Tensor, dims: Dims, keepdim: bo
 }
 
 /** A single case. */
-function one(c: OpCase): OpCase[] {
+export function one(c: OpCase): OpCase[] {
   return [c];
 }
 
@@ -393,8 +394,8 @@ export const OP_TABLE: readonly OpCase[] = [
   }),
   ...reduction('mean', (k, x, d, kd) => k.mean(x, d, kd), R.mean),
   ...reduction('prod', (k, x, d, kd) => k.prod(x, d, kd), R.prod, { gen: (r, s) => r.uniform(s, 0.5, 1.5), variants: [[undefined, false], [1, false], [[0, 2], true]] }),
-  ...reduction('max', (k, x, d, kd) => k.max(x, d, kd), R.amax, { gen: distinct }),
-  ...reduction('min', (k, x, d, kd) => k.min(x, d, kd), R.amin, { gen: distinct }),
+  ...reduction('amax', (k, x, d, kd) => k.amax(x, d, kd), R.amax, { gen: distinct }),
+  ...reduction('amin', (k, x, d, kd) => k.amin(x, d, kd), R.amin, { gen: distinct }),
   ...reduction('argmax', (k, x, d, kd) => k.argmax(x, d as number | undefined, kd), (x, d, kd) => R.argmax(x, d as number | undefined, kd), {
     gen: distinct, grad: false, outDType: 'int32', variants: [[undefined, false], [1, false], [-1, true], [0, false]],
   }),
@@ -707,7 +708,7 @@ export const OP_TABLE: readonly OpCase[] = [
   }),
   ...one({
     name: 'max int32', op: 'max', grad: [], outDType: 'int32', make: (r) => [r.index(-100, 100, [3, 5])],
-    run: (k, [x]) => k.max(x!, 1, true), reference: ([x]) => R.amax(x!, 1, true),
+    run: (k, [x]) => k.max(x!, 1, true).values, reference: ([x]) => R.amax(x!, 1, true),
   }),
   ...one({
     name: 'linear 1-D input', op: 'linear', grad: [0, 1, 2], make: (r) => [r.randn([4]), r.randn([3, 4]), r.randn([3])],
@@ -888,6 +889,8 @@ export const OP_TABLE: readonly OpCase[] = [
     name: 'sdpa float mask + scale', op: 'scaledDotProductAttention', grad: [0, 1, 2, 3], make: (r) => [r.randn([2, 3, 4]), r.randn([2, 5, 4]), r.randn([2, 5, 3]), r.randn([3, 5])],
     run: (k, [q, kk, v, m]) => k.scaledDotProductAttention(q!, kk!, v!, { attnMask: m, scale: 0.3 }), reference: ([q, kk, v, m]) => R.sdpa(q!, kk!, v!, { mask: m, scale: 0.3 }),
   }),
+  // the torch API surface of docs/torch-api.md (math, activations, tensor ops, losses)
+  ...apiOpCases(),
 ];
 
 /** int32 class targets in [0, classes) with about a third replaced by `ignore` (at least one kept). */
@@ -909,6 +912,7 @@ export const REQUIRED_OPS: readonly string[] = [
   'matmul', 'linear', 'conv2d', 'maxPool2d', 'avgPool2d',
   'gather', 'indexSelect', 'embedding', 'scatterAdd', 'cat', 'stack', 'split', 'chunk', 'triu', 'tril', 'oneHot', 'dropout',
   'layerNorm', 'batchNorm', 'crossEntropy', 'nllLoss', 'mseLoss', 'binaryCrossEntropyWithLogits', 'scaledDotProductAttention',
+  ...REQUIRED_API_OPS,
 ];
 
 // ---- running and checking a case --------------------------------------------------------

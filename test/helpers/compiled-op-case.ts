@@ -11,7 +11,7 @@ const base = baseSeed();
 /** ops whose values depend on random draws: compared with eager only in shape */
 const RANDOM = /dropout/;
 /** ops that read a tensor value on the host by design (a graph break is expected) */
-export const READS_DATA = /oneHot.*infer|oneHot$/;
+export const READS_DATA = /oneHot.*infer|oneHot$|\(reads data\)/;
 
 /**
  * Compiles case `c` with `opts` (fullgraph unless the case reads data) and calls it twice,
@@ -38,6 +38,12 @@ export function checkCompiledCase(c: OpCase, opts: kiln.CompileOptions, check = 
           continue;
         }
         checkOutputs(`${c.name} (${on}${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
+      }
+      // the compiled path ran: no graph ran on recorded eager kernels, no call ran the function eagerly
+      if (check) {
+        const st = kiln.stats();
+        assert.equal(st.fusionFallbacks, 0, `${c.name} (${on}compiled): fusion fell back to recorded eager kernels`);
+        assert.equal(st.eagerFallbacks, 0, `${c.name} (${on}compiled): ran eagerly: ${st.fallbackReasons.join('; ')}`);
       }
     });
   });

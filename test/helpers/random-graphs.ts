@@ -17,7 +17,7 @@ const BINARY: ((a: T, b: T) => T)[] = [
   (a, b) => a.div(b.abs().add(1)), (a, b) => kiln.where(a.gt(b), a, b.mul(0.5)),
 ];
 const REDUCE: ((x: T, d: number, k: boolean) => T)[] = [
-  (x, d, k) => x.sum(d, k), (x, d, k) => x.max(d, k), (x, d, k) => x.min(d, k), (x, d, k) => x.mean(d, k),
+  (x, d, k) => x.sum(d, k), (x, d, k) => x.amax(d, k), (x, d, k) => x.amin(d, k), (x, d, k) => x.mean(d, k),
   (x, d) => x.softmax(d), (x, d) => x.logSoftmax(d), (x, d, k) => x.logsumexp(d, k), (x, d, k) => x.argmax(d, k).float(),
 ];
 
