@@ -66,10 +66,13 @@ export function hardsigmoid(x: Tensor): Tensor {
   return m.where(m.le(x, -3), 0, m.where(m.ge(x, 3), 1, m.div(m.add(x, 3), 6)));
 }
 
-/** x relu6(x + 3) / 6; gradient x / 3 + 1/2 on [-3, 3] (torch's, the bounds included). */
+/**
+ * x relu6(x + 3) / 6; gradient x / 3 + 1/2 on [-3, 3), 1 from 3 on (torch's vectorized CPU
+ * kernel, which every tensor of 16+ elements takes; its scalar path gives 1.5 at exactly 3).
+ */
 export function hardswish(x: Tensor): Tensor {
   expectTensor('hardswish', x, 'x');
-  return m.where(m.lt(x, -3), 0, m.where(m.le(x, 3), m.div(m.mul(x, m.add(x, 3)), 6), x));
+  return m.where(m.lt(x, -3), 0, m.where(m.lt(x, 3), m.div(m.mul(x, m.add(x, 3)), 6), x));
 }
 
 /** x tanh(softplus(x)). */

@@ -65,9 +65,9 @@ export function normalize(x: Tensor, p: number = 2, dim = 1, eps = 1e-12): Tenso
 }
 
 /**
- * Cosine similarity along dim of x1 and x2 (broadcast together): sum((x1 / n1) (x2 / n2)) with
- * each norm raised to at least eps. As torch 1.13, the raise is invisible to autograd (the
- * gradient flows through the norm as computed).
+ * Cosine similarity along dim of x1 and x2 (broadcast together): sum((x1 / n1) (x2 / n2)), each
+ * squared norm raised to at least eps^2. As in torch 1.13 the raise is invisible to autograd:
+ * the gradient flows through the squared norm as computed (and is finite at a zero vector).
  */
 export function cosineSimilarity(x1: Tensor, x2: Tensor, dim = 1, eps = 1e-8): Tensor {
   expectTensor('cosineSimilarity', x1, 'x1');
@@ -75,10 +75,11 @@ export function cosineSimilarity(x1: Tensor, x2: Tensor, dim = 1, eps = 1e-8): T
   const shape = broadcastShapes('cosineSimilarity', x1.shape, x2.shape);
   const d = normalizeDim('cosineSimilarity', dim, shape.length, shape);
   const a = expand(x1, shape), b = expand(x2, shape);
+  const eps2 = eps * eps;
   const unit = (v: Tensor) => {
-    const n = vectorNorm(v, 2, d, true);
-    const raise = noGrad(() => m.sub(m.where(m.lt(n, eps), eps, n), n));
-    return m.div(v, m.add(n, raise));
+    const sq = sum(m.mul(v, v), d, true);
+    const raise = noGrad(() => m.sub(m.where(m.lt(sq, eps2), eps2, sq), sq));
+    return m.div(v, m.sqrt(m.add(sq, raise)));
   };
   return sum(m.mul(unit(a), unit(b)), d);
 }

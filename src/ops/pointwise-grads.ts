@@ -7,6 +7,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import * as m from './math.js';
 import { cast, type PointwiseAttrs } from './pointwise.js';
 import { sumToShape } from './movement.js';
+import { zerosLike } from './creation.js';
 
 type Ctx = BackwardContext<PointwiseAttrs>;
 type Value = Tensor | number;
@@ -54,10 +55,11 @@ const RULES: Partial<Record<ScalarOp, OperandGrads>> = {
   },
   softplus: (g, [a]) => [m.mul(g, m.where(m.gt(a!, 20), 1, m.sigmoid(a as Tensor)))],
   erf: (g, [a]) => [m.mul(g, m.mul(m.exp(m.neg(m.mul(a!, a!))), 2 / Math.sqrt(Math.PI)))],
-  sign: () => [null],
-  floor: () => [null],
-  ceil: () => [null],
-  round: () => [null],
+  // piecewise constant: a zero gradient, as torch gives (its .grad is zeros, not absent)
+  sign: (g) => [zerosLike(g)],
+  floor: (g) => [zerosLike(g)],
+  ceil: (g) => [zerosLike(g)],
+  round: (g) => [zerosLike(g)],
   reciprocal: (g, [a]) => [m.neg(m.div(g, m.mul(a!, a!)))],
   add: (g) => [g, g],
   sub: (g) => [g, m.neg(g)],
@@ -83,7 +85,7 @@ const RULES: Partial<Record<ScalarOp, OperandGrads>> = {
   cosh: (g, [a]) => [m.mul(g, m.sinh(a as Tensor))],
   log2: (g, [a]) => [m.div(g, m.mul(a!, Math.LN2))],
   log10: (g, [a]) => [m.div(g, m.mul(a!, Math.LN10))],
-  trunc: () => [null],
+  trunc: (g) => [zerosLike(g)],
   atan2: (g, [a, b]) => {
     const r2 = m.add(square(a!), square(b!));
     return [m.mul(g, m.div(b!, r2)), m.neg(m.mul(g, m.div(a!, r2)))];
