@@ -27,9 +27,9 @@ function reduceLoss(l: Tensor, reduction: Reduction): Tensor {
   return reduction === 'sum' ? sum(l) : mean(l);
 }
 
-function expectSameShape(op: string, input: Tensor, target: Tensor, what = 'target'): void {
+function expectSameShape(op: string, input: Tensor, target: Tensor): void {
   if (!shapesEqual(input.shape, target.shape)) {
-    throw new ShapeError(`input ${fmtShape(input.shape)} and ${what} ${fmtShape(target.shape)} must have the same shape`, op, 'reshape the target to the input\'s shape');
+    throw new ShapeError(`input ${fmtShape(input.shape)} and target ${fmtShape(target.shape)} must have the same shape`, op, 'reshape the target to the input\'s shape');
   }
 }
 
@@ -87,7 +87,15 @@ export function crossEntropy(logits: Tensor, target: Tensor, opts: CrossEntropyO
   const reduction = checkReduction<Reduction>('crossEntropy', opts.reduction ?? 'mean');
   const ls = opts.labelSmoothing ?? 0;
   if (typeof ls !== 'number' || !(ls >= 0 && ls <= 1)) throw new ArgumentError(`labelSmoothing must be in [0, 1], got ${String(ls)}`, 'crossEntropy');
-  if (isFloat(target.dtype)) return crossEntropyProbabilities(logits, target, reduction, ls, opts);
+  if (isFloat(target.dtype)) {
+    if (!shapesEqual(logits.shape, target.shape)) {
+      throw new DTypeError(
+        `a ${target.dtype} target ${fmtShape(target.shape)} is neither int32 class indices nor probabilities of the logits' shape ${fmtShape(logits.shape)}`,
+        'crossEntropy', 'cast class indices with .int(), or give one probability per class',
+      );
+    }
+    return crossEntropyProbabilities(logits, target, reduction, ls, opts);
+  }
   const classDim = logits.ndim === 1 ? 0 : 1;
   const lsm = logSoftmax(logits, classDim);
   const nll = nllLoss(lsm, target, { reduction, weight: opts.weight, ignoreIndex: opts.ignoreIndex });
@@ -109,7 +117,6 @@ export function crossEntropy(logits: Tensor, target: Tensor, opts: CrossEntropyO
 
 /** torch's soft-label form: -sum_c w_c t_c lsm_c per sample; 'mean' divides by the sample count. */
 function crossEntropyProbabilities(logits: Tensor, target: Tensor, reduction: Reduction, ls: number, opts: CrossEntropyOptions): Tensor {
-  expectSameShape('crossEntropy', logits, target, 'probability target');
   if (opts.ignoreIndex !== undefined && opts.ignoreIndex !== -100) {
     throw new ArgumentError('ignoreIndex is not supported for probability (float) targets', 'crossEntropy', 'pass int32 class indices to ignore samples, or give them zero probability mass');
   }
