@@ -158,7 +158,7 @@ export function smoothL1Loss(input: Tensor, target: Tensor, opts: { reduction?: 
   checkPositive('smoothL1Loss', 'beta', beta, true);
   const ad = m.abs(m.sub(input, target));
   if (beta === 0) return reduceLoss(ad, reduction);
-  return reduceLoss(m.where(m.lt(ad, beta), m.div(m.mul(m.mul(ad, ad), 0.5), beta), m.sub(ad, 0.5 * beta)), reduction);
+  return reduceLoss(quadraticThenLinear(ad, beta, 1 / beta, 1), reduction);
 }
 
 /** 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta). */
@@ -169,7 +169,13 @@ export function huberLoss(input: Tensor, target: Tensor, opts: { reduction?: Red
   const delta = opts.delta ?? 1;
   checkPositive('huberLoss', 'delta', delta, false);
   const ad = m.abs(m.sub(input, target));
-  return reduceLoss(m.where(m.lt(ad, delta), m.mul(m.mul(ad, ad), 0.5), m.mul(m.sub(ad, 0.5 * delta), delta)), reduction);
+  return reduceLoss(quadraticThenLinear(ad, delta, 1, delta), reduction);
+}
+
+/** The Huber family: q * d^2 / 2 for d < k, l * (d - k / 2) beyond (smooth L1: q = 1/k, l = 1; Huber: q = 1, l = k). */
+function quadraticThenLinear(d: Tensor, k: number, q: number, l: number): Tensor {
+  const linear = m.sub(d, 0.5 * k);
+  return m.where(m.lt(d, k), m.mul(m.mul(d, d), 0.5 * q), l === 1 ? linear : m.mul(linear, l));
 }
 
 // ---- probabilistic ----
