@@ -2,11 +2,16 @@
 // gradients of every op against float64 references): the nn modules of the activations and
 // losses, typed errors for bad arguments (inputs untouched, nothing leaked), sampling
 // statistics, data-dependent ops as reported graph breaks, and what compiles into how many
-// kernels (pointwise and reductions fused; sort, scans, gather, cat as opaque steps).
+// kernels (pointwise and reductions fused; sort, scans, gather, cat as opaque steps), and that
+// programs holding the new primitives are stored in the persistent compile cache.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as kiln from 'kilnjs';
+import 'kilnjs/node';
 
 const { nn } = kiln;
 type Tensor = kiln.Tensor;
@@ -266,4 +271,29 @@ test('compiled: activations, math, losses and norms fuse into single kernels; so
     assert.deepEqual(compiledGraph((x) => kiln.cummax(x, 0).values, x).opaque, ['cumIndex', 'gather']);
     assert.deepEqual(compiledGraph((x) => kiln.roll(x, 3, 1), x).opaque, ['cat']);
   });
+});
+
+test('programs with the sort and scan primitives are stored in the persistent cache and hit there', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-torch-api-cache-'));
+  const saved = process.env.KILN_CACHE_DIR;
+  process.env.KILN_CACHE_DIR = dir;
+  try {
+    kiln.scope(() => {
+      kiln.manualSeed(5);
+      const x = kiln.randn([4, 5]);
+      const f = (t: Tensor) => [kiln.sort(t, 1).values, kiln.cumprod(t, 1), kiln.cummax(t, 0).indices, kiln.topk(t, 2).indices];
+      const runs = [0, 1].map(() => {
+        kiln.compiler.reset();
+        const outs = (kiln.compile(f, { fullgraph: true })(x) as Tensor[]).map(vals);
+        return { outs, cache: { ...kiln.stats().cache } };
+      });
+      assert.equal(runs[0]!.cache.writes, 1, 'the program was written');
+      assert.equal(runs[1]!.cache.hits, 1, 'and read back');
+      assert.deepEqual(runs[1]!.outs, runs[0]!.outs);
+    });
+  } finally {
+    if (saved === undefined) delete process.env.KILN_CACHE_DIR;
+    else process.env.KILN_CACHE_DIR = saved;
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
