@@ -297,3 +297,24 @@ test('programs with the sort and scan primitives are stored in the persistent ca
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('dynamic shapes: flip, roll, repeat, sort, topk, max, cumprod, norm and cdist compile once for every batch size (js)', () => {
+  kiln.scope(() => {
+    kiln.manualSeed(6);
+    const fns: [string, (x: Tensor) => Tensor][] = [
+      ['flip', (x) => kiln.flip(x, [0, 1]).mul(2)], ['roll', (x) => kiln.roll(x, 1, 0)], ['repeat', (x) => kiln.repeat(x, [2, 1])],
+      ['sort', (x) => kiln.sort(x, 1).values], ['topk', (x) => kiln.topk(x, 2, 1).values], ['max', (x) => kiln.max(x, 0).values],
+      ['cumprod', (x) => kiln.cumprod(x, 0)], ['norm', (x) => kiln.norm(x, 2, 1)], ['cdist', (x) => kiln.cdist(x, x)],
+    ];
+    for (const [name, f] of fns) {
+      kiln.compiler.reset();
+      const c = kiln.compile(f, { dynamic: true });
+      for (const rows of [3, 5, 8, 4]) {
+        const x = kiln.randn([rows, 6]);
+        assert.ok(close(vals(c(x) as Tensor), vals(f(x)), 1e-6), `${name} at ${rows} rows`);
+      }
+      assert.equal(kiln.stats().compiles, 1, `${name}: one compile for every size`);
+      assert.equal(kiln.stats().dynamicCompiles.length, 1, `${name}: the program is dynamic`);
+    }
+  });
+});
