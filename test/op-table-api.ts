@@ -1,16 +1,27 @@
 // Op-table cases of the torch API surface in docs/torch-api.md (math, activations, tensor ops,
 // losses), appended to OP_TABLE: the eager, gradcheck and compiled (js, wasm, native, webgpu)
 // harnesses run them like every other case. References: helpers/reference-api.ts (float64).
-// A function, not a constant: op-table.ts calls it once its builders are defined.
+// op-table.ts hands in its builders (this file imports only its types: no import cycle).
 
 import * as kiln from 'kilnjs';
 import * as R from './helpers/reference.js';
 import * as A from './helpers/reference-api.js';
 import type { ND } from './helpers/reference.js';
-import {
-  GRAD_TOL_LARGE, N, away0, binary, distinct, one, positive, unary,
-  type Gen, type OpCase, type Rng, type Shape, type Tensor,
-} from './op-table.js';
+import type * as OT from './op-table.js';
+import type { Gen, OpCase, Rng, Tensor } from './op-table.js';
+
+type Shape = readonly number[];
+
+/** The builders and input generators of op-table.ts. */
+export interface OpTableBuilders {
+  readonly unary: typeof OT.unary;
+  readonly binary: typeof OT.binary;
+  readonly one: typeof OT.one;
+  readonly N: Gen;
+  readonly away0: Gen;
+  readonly positive: Gen;
+  readonly distinct: Gen;
+}
 
 const unitInterval: Gen = (r, s) => r.uniform(s, -0.9, 0.9);
 /** values away from the kinks at `points` (scale: their spread) */
@@ -20,11 +31,11 @@ const withZeros = (r: Rng, s: Shape): Tensor => kiln.scope(() => kiln.where(r.ma
 const probs = (r: Rng, s: Shape, dim = 1): Tensor => kiln.scope(() => kiln.softmax(r.randn(s), dim));
 const logProbs = (r: Rng, s: Shape, dim = 1): Tensor => kiln.scope(() => kiln.logSoftmax(r.randn(s), dim));
 
-export function apiOpCases(): OpCase[] {
-  return [...mathCases(), ...activationCases(), ...tensorOpCases(), ...lossCases()];
+export function apiOpCases(b: OpTableBuilders): OpCase[] {
+  return [...mathCases(b), ...activationCases(b), ...tensorOpCases(b), ...lossCases(b)];
 }
 
-function mathCases(): OpCase[] {
+function mathCases({ unary, binary, one, away0, positive }: OpTableBuilders): OpCase[] {
   return [
     ...unary('tan', (k, x) => k.tan(x), Math.tan, { gen: (r, s) => r.uniform(s, -1.2, 1.2) }),
     ...unary('atan', (k, x) => k.atan(x), Math.atan),
@@ -61,7 +72,7 @@ function mathCases(): OpCase[] {
   ];
 }
 
-function activationCases(): OpCase[] {
+function activationCases({ unary, one, away0 }: OpTableBuilders): OpCase[] {
   const lineOf = (op: string, run: (k: typeof kiln, x: Tensor) => Tensor, ref: (v: number) => number, gen: Gen, label = op) => unary(op, run, ref, { gen, label });
   return [
     ...lineOf('elu', (k, x) => k.elu(x), (v) => A.elu(v), away0),
@@ -95,7 +106,7 @@ function activationCases(): OpCase[] {
   ];
 }
 
-function tensorOpCases(): OpCase[] {
+function tensorOpCases({ one, distinct }: OpTableBuilders): OpCase[] {
   const sortLike = (name: string, op: string, run: (k: typeof kiln, x: Tensor) => { values: Tensor; indices: Tensor }, ref: (x: ND) => { values: ND; indices: ND }, shape: Shape, gen: Gen = distinct): OpCase[] => [
     { name: `${name} values`, op, grad: [0], make: (r) => [gen(r, shape)], run: (k, [x]) => run(k, x!).values, reference: ([x]) => ref(x!).values },
     { name: `${name} indices`, op, grad: [], outDType: 'int32', make: (r) => [gen(r, shape)], run: (k, [x]) => run(k, x!).indices, reference: ([x]) => ref(x!).indices },
@@ -301,7 +312,7 @@ function tensorOpCases(): OpCase[] {
   ];
 }
 
-function lossCases(): OpCase[] {
+function lossCases({ one }: OpTableBuilders): OpCase[] {
   const reds = ['mean', 'sum', 'none'] as const;
   return [
     ...reds.map((red): OpCase => ({

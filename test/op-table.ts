@@ -48,12 +48,12 @@ export const FLOAT32_TOL: Tol = { atol: 1e-5, rtol: 1e-5 };
 export const FLOAT64_TOL: Tol = { atol: 1e-10, rtol: 1e-9 };
 export const GRAD_TOL: Tol = { atol: 2e-7, rtol: 1e-6 };
 /** for inputs of large magnitude, where finite differences lose digits to rounding of f */
-export const GRAD_TOL_LARGE: Tol = { atol: 1e-6, rtol: 1e-5 };
-export const LONG_REDUCTION: Tol = { atol: 3e-5, rtol: 3e-5 };
+const GRAD_TOL_LARGE: Tol = { atol: 1e-6, rtol: 1e-5 };
+const LONG_REDUCTION: Tol = { atol: 3e-5, rtol: 3e-5 };
 
 // ---- random inputs ----------------------------------------------------------------------
 
-export type Shape = readonly number[];
+type Shape = readonly number[];
 export type Gen = (rng: Rng, shape: Shape) => Tensor;
 
 const values = (t: Tensor): Float64Array => Float64Array.from(t.dataSync() as ArrayLike<number>);
@@ -163,10 +163,10 @@ export class Rng {
   }
 }
 
-export const N: Gen = (r, s) => r.randn(s);
-export const away0: Gen = (r, s) => r.away(s, [0]);
-export const positive: Gen = (r, s) => r.uniform(s, 0.5, 2);
-export const distinct: Gen = (r, s) => r.distinct(s);
+const N: Gen = (r, s) => r.randn(s);
+const away0: Gen = (r, s) => r.away(s, [0]);
+const positive: Gen = (r, s) => r.uniform(s, 0.5, 2);
+const distinct: Gen = (r, s) => r.distinct(s);
 
 // ---- builders ---------------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ export function binary(op: string, run: Run2, ref: (a: number, b: number) => num
 type Dims = number | readonly number[] | undefined;
 
 /** A reduction over several dim sets, with and without keepdim, on contiguous and strided inputs. */
-export function reduction(op: string, run: (k: Kiln, x: Tensor, dims: Dims, keepdim: boolean) => Tensor, ref: (x: ND, dims: Dims, keepdim: boolean) => ND, o: { gen?: Gen; grad?: boolean; outDType?: DType; tol?: Tol; variants?: readonly [Dims, boolean][] } = {}): OpCase[] {
+function reduction(op: string, run: (k: Kiln, x: Tensor, dims: Dims, keepdim: boolean) => Tensor, ref: (x: ND, dims: Dims, keepdim: boolean) => ND, o: { gen?: Gen; grad?: boolean; outDType?: DType; tol?: Tol; variants?: readonly [Dims, boolean][] } = {}): OpCase[] {
   const gen = o.gen ?? N;
   const variants = o.variants ?? [[undefined, false], [1, false], [-1, true], [[0, 2], true], [[0, 2], false]];
   const fmt = (d: Dims, kd: boolean) => `${d === undefined ? 'all' : `dim=${JSON.stringify(d)}`}${kd ? ' keepdim' : ''}`;
@@ -890,7 +890,7 @@ export const OP_TABLE: readonly OpCase[] = [
     run: (k, [q, kk, v, m]) => k.scaledDotProductAttention(q!, kk!, v!, { attnMask: m, scale: 0.3 }), reference: ([q, kk, v, m]) => R.sdpa(q!, kk!, v!, { mask: m, scale: 0.3 }),
   }),
   // the torch API surface of docs/torch-api.md (math, activations, tensor ops, losses)
-  ...apiOpCases(),
+  ...apiOpCases({ unary, binary, one, N, away0, positive, distinct }),
 ];
 
 /** int32 class targets in [0, classes) with about a third replaced by `ignore` (at least one kept). */
