@@ -9,7 +9,7 @@ import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
 import { ArgumentError, NumericsError, fmtShape } from '../core/errors.js';
 import { numel } from '../core/shape.js';
-import { GradNode, type BackwardFn, type Edge } from '../autograd/node.js';
+import { GradNode, edgeOf, type BackwardFn, type Edge } from '../autograd/node.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor, readHooks } from '../tensor/tensor.js';
@@ -138,7 +138,7 @@ export function allocate(backend: Backend, shape: readonly number[], dtype: DTyp
 function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, out: Tensor): void {
   const save = prim.saveInputs ?? true;
   const saved = inputs.map((t, i) => (save === true || (Array.isArray(save) && save.includes(i)) ? alias(t) : null));
-  const next: Edge[] = inputs.map((t) => (!t.requiresGrad ? null : t.gradFn ? { node: t.gradFn as GradNode } : { leaf: t }));
+  const next: Edge[] = inputs.map((t) => (t.requiresGrad ? edgeOf(t) : null));
   const node = new GradNode<A>(prim.name, prim.backward!, next, {
     inputs: saved,
     output: prim.saveOutput ? alias(out) : null,
@@ -146,7 +146,7 @@ function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, ou
     inputDTypes: inputs.map((t) => t.dtype),
     attrs,
     needsGrad: inputs.map((t) => t.requiresGrad),
-  });
+  }, runtime.tracer);
   node.savedVersions = [...saved, prim.saveOutput ? out : null].map((t) => (t && t.hasStorage ? t.storage.version : -1));
   out.setGradFn(node);
 }
