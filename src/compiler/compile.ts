@@ -32,6 +32,10 @@ import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from '
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
 import { closeQuietly, driveGenerator, isGenerator, isGeneratorFunction, runEagerly, type ReadRequest } from './async-read.js';
+import { traceJoint, type JointTrace } from './aot/joint.js';
+import { isTangent, partitionJoint, type Partition } from './aot/partition.js';
+import { AotProgram } from './aot/aot-program.js';
+import type { Runnable } from './runnable.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -119,19 +123,21 @@ interface ModuleLike {
 
 interface Entry {
   readonly guards: Guard[];
+  /** the graph the program runs (for a forward/backward pair: the forward) */
   readonly graph: Graph;
-  readonly program: Runnable | null;
+  readonly program: Runnable | AotProgram | null;
   /** node ids (in graph.outputs order) that are the result's tensors */
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
   /** re-trace on every call (graph breaks); segments are looked up by structure */
   readonly retrace: boolean;
-  readonly autogradOutputs: boolean;
+  /** why replay runs node by node with autograd (null: the compiled program runs) */
+  readonly interpreted: string | null;
 }
 
 export interface CompileReport {
   name: string;
-  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number; fusion?: string; peakBytes?: number }[];
+  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number; fusion?: string; peakBytes?: number; partition?: string }[];
   breaks: { reason: string; location: string; hint: string }[];
   guards: string[];
   /** ms: total = trace + passes + codegen + firstRun (the segments' first execution) */
@@ -145,7 +151,7 @@ export class CompiledFunction {
   readonly name: string;
   private entries: Entry[] = [];
   private epoch = epoch;
-  private readonly segments = new Map<string, Runnable>();
+  private readonly segments = new Map<string, Runnable | AotProgram>();
   private readonly argNames: string[];
   private limitWarned = false;
   /** a `function*` (or a forward that returned a generator): reads are explicit async breaks (async-read.ts) */
@@ -313,7 +319,12 @@ export class CompiledFunction {
     const inputs = resolveInputs(e.graph, args, this.argNames);
     announceStateWrites(e.graph, inputs, e.gradLeaves);
     releaseReplacedGrads(e.gradLeaves, inputs);
-    const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
+    let outs: Tensor[];
+    if (e.program && e.interpreted === null) outs = e.program.run(inputs);
+    else {
+      if (e.interpreted !== null) countInterpreted(this.name, e.interpreted);
+      outs = interpret(e.graph, inputs);
+    }
     applyGradEffects(e.gradLeaves, outs);
     return fillTemplate(e.resultTemplate, outs);
   }
@@ -337,7 +348,7 @@ export class CompiledFunction {
     this.pendingDynamic = existing || this.isGeneratorFn ? null : this.planDynamicFor(args);
     const report: CompileReport = { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } };
     // a generator's call is a scope of its own: its code runs in stretches, where kiln.scope cannot reach
-    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false };
+    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false, gradWritesBefore: 0 };
     run.tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, run));
     let finished = false;
     let handedOff = false;
@@ -410,12 +421,34 @@ export class CompiledFunction {
     this.flushSegment(run);
   }
 
-  /** A graph break: the graph so far runs on the live proxies' behalf, and tracing goes on in a new one. */
+  /**
+   * A graph break: the graph so far runs on the live proxies' behalf, and tracing goes on in a new
+   * one. Live values that require grad get a compiled backward (AOTAutograd) unless this segment
+   * ran backward itself; then autograd's saved values are outputs too, for the backward to come.
+   */
   private flushSegment(run: TraceRun): void {
-    const graph = run.tracer.graph;
-    graph.outputs = run.tracer.liveNodes();
-    this.finishSegment(run.tracer, graph, run.report, (ms) => (run.codegen += ms), run.args);
-    run.tracer.startSegment();
+    const tracer = run.tracer;
+    const graph = tracer.graph;
+    const live = tracer.liveNodes(true);
+    const joint = this.traceBackward(run, live.flatMap((id) => tracer.proxies.get(id)!.filter((p) => !p.isDisposed && p.trace?.id === id).slice(0, 1)));
+    graph.outputs = joint ? live : tracer.liveNodes();
+    this.finishSegment(tracer, graph, run.report, (ms) => (run.codegen += ms), run.args, joint);
+    run.gradWritesBefore = tracer.gradWrites.size;
+    tracer.startSegment();
+  }
+
+  /**
+   * AOTAutograd: when `results` (proxies of this segment) require grad, grad mode is on and the
+   * segment did not run backward itself, traces their backward into the graph (aot/joint.ts).
+   */
+  private traceBackward(run: TraceRun, results: readonly Tensor[]): JointTrace | null {
+    const tracer = run.tracer;
+    if (this.opts.backend === 'eager' || !isGradEnabled() || tracer.gradWrites.size > run.gradWritesBefore) return null;
+    const roots = results.filter((t) => t.requiresGrad && t.trace?.tracer === tracer);
+    if (roots.length === 0) return null;
+    const joint = traceJoint(tracer, roots);
+    if (joint.dropped > 0) log('aot', `${this.name}: ${joint.dropped} gradient(s) reached tensors made inside the function that require grad; their .grad is not set (return them, or make them outside)`);
+    return joint;
   }
 
   /** The end of a trace: the last segment's outputs are the result, new grads, and tensors that escaped (kept). */
@@ -428,9 +461,10 @@ export class CompiledFunction {
     const escaped = tracer.liveNodes().filter((id) => tracer.proxies.get(id)!.some((p) => p.kept && !p.isDisposed && !gradLeaves.some((l) => l.grad === p)));
     const extra = escaped.filter((id) => !resultIds.includes(id) && !gradIds.includes(id));
     const graph = tracer.graph;
+    const joint = extra.length === 0 ? this.traceBackward(run, collectTensors(result)) : null;
     graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
     const replayable = tracer.segment === 0 && extra.length === 0 && !this.isGeneratorFn;
-    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args);
+    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args, joint);
     report.timings.total = performance.now() - t0;
     report.timings.codegen = run.codegen;
     report.timings.trace = report.timings.total - run.codegen - report.timings.firstRun - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
@@ -446,30 +480,21 @@ export class CompiledFunction {
         report.guards = guards.map((g) => g.text);
         log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
         const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
-        // a function that ran backward() itself (a training step) consumed its outputs' graph:
-        // they come back without autograd history; otherwise they must carry it
-        const ranBackward = tracer.gradWrites.size > 0;
-        const autogradOutputs = !ranBackward && isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
-        if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
-        if (dyn && autogradOutputs) {
-          // node-by-node replay runs the real-size graph: this entry cannot serve other sizes
-          guards.splice(0, guards.length, ...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer));
-          log('recompiles', `${this.name}: the dynamic program is not used because the outputs require grad (replay runs node by node); sizes stay static`);
-        } else if (dyn) {
+        if (dyn) {
           counters.dynamicCompiles.push({ fn: this.name, symbols: dyn.notes });
           log('recompiles', `${this.name}: compiled with dynamic sizes:\n  ${dyn.notes.join('\n  ')}`);
         }
         this.entries.push({
           guards, graph: compiled.graph, program: compiled.program, resultTemplate,
           gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
-          retrace: false, autogradOutputs,
+          retrace: false, interpreted: compiled.interpreted,
         });
         counters.compiles++;
         saveWarmStart(this.cacheContext(), args, this.entries[this.entries.length - 1] as unknown as WarmEntry, tracer.gradWrites.size);
       } else if (tracer.segment > 0 || this.isGeneratorFn) {
         const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
         report.guards = guards.map((g) => g.text);
-        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, autogradOutputs: false });
+        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, interpreted: null });
         counters.compiles++;
       } else {
         log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
@@ -514,56 +539,65 @@ export class CompiledFunction {
     }
   }
 
-  /** Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies their data. */
-  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null): { graph: Graph; program: Runnable | null; idMap: Map<number, number> } {
+  /**
+   * Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies
+   * their data. With `joint` (AOTAutograd) the graph holds the backward too: it is partitioned
+   * into a forward/backward pair, and the results get the pair's grad node.
+   */
+  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null, joint: JointTrace | null = null): { graph: Graph; program: Runnable | AotProgram | null; idMap: Map<number, number>; interpreted: string | null } {
     // keep original ids reachable after passes renumber nodes: outputs keep their order
     const originalOutputs = [...graph.outputs];
+    if (joint) graph.outputs = [...originalOutputs, ...joint.grads.map((g) => g.value)];
     const optimized = runPasses(graph, report.timings.passes);
-    const idMap = new Map<number, number>(originalOutputs.map((id, i) => [id, optimized.outputs[i]!]));
     const key = graphKey(optimized);
-    let program: Runnable | null = null;
+    let program: Runnable | AotProgram | null = null;
+    let runGraph = optimized;
+    let interpreted: string | null = null;
     const useProgram = this.opts.backend !== 'eager';
     const dyn = this.pendingDynamic;
-    if (useProgram && dyn && !dyn.used && args && dyn.matches(optimized)) {
+    const compileOnce = (make: () => Runnable | AotProgram) => {
+      const t0 = performance.now();
+      const staged = stagedMs(report);
+      const p = make();
+      // codegen is what makeProgram spent beyond the stages it timed itself (lowering, cache reads)
+      addCodegen(performance.now() - t0 - (stagedMs(report) - staged));
+      this.segments.set(key, p);
+      counters.graphsCompiled++;
+      return p;
+    };
+    if (joint) {
+      const part = partitionJoint(optimized, originalOutputs.length);
+      runGraph = part.fwd;
+      if (part.unsupported !== null || !useProgram) {
+        interpreted = useProgram ? part.unsupported : null;
+        if (interpreted) log('perf', `${this.name}: the results require grad, but ${interpreted}: replay runs node by node with autograd`);
+      } else {
+        program = this.segments.get(key) ?? null;
+        if (program) counters.segmentHits++;
+        else program = compileOnce(() => this.makeAot(part, graph, originalOutputs, joint, report));
+      }
+    } else if (useProgram && dyn && !dyn.used && args && dyn.matches(optimized)) {
       // the dynamic program serves this call (its graph at these sizes is this graph)
       program = dyn.program;
       dyn.used = true;
     } else if (useProgram) {
       program = this.segments.get(key) ?? null;
       if (program) counters.segmentHits++;
-      else {
-        const t0 = performance.now();
-        const staged = stagedMs(report);
-        program = makeProgram(optimized, this.opts, report);
-        // codegen is what makeProgram spent beyond the stages it timed itself (lowering, cache reads)
-        addCodegen(performance.now() - t0 - (stagedMs(report) - staged));
-        this.segments.set(key, program);
-        counters.graphsCompiled++;
-      }
+      else program = compileOnce(() => makeProgram(optimized, this.opts, report));
     }
-    const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
-    // the printed forms are made when read (explain, logs, debug dumps), not on every trace:
-    // printing a program's kernels is text for every kernel, work a first call should not pay for
-    const shown = program;
-    let text: string | undefined, printed: string | undefined;
-    const graphText = () => (text ??= shown instanceof DynamicProgram && dyn ? printGraph(dyn.graph) : printGraph(optimized));
-    const programText = () => (shown ? (printed ??= shown.print()) : undefined);
-    report.graphs.push({
-      get text() { return graphText(); },
-      get program() { return programText(); },
-      get fusion() { return fused ? formatDecisions(fused.lowered.decisions) : undefined; },
-      ops: optimized.opCount, key, kernels: fused?.kernels.length, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
-    });
-    log('graph', graphText);
-    debugDump(this.name, optimized.name, { get 'graph.txt'() { return graphText(); }, get 'program.txt'() { return programText() ?? '(eager backend: node by node)'; } });
+    const idMap = new Map<number, number>(originalOutputs.map((id, i) => [id, runGraph.outputs[i]!]));
+    if (program instanceof AotProgram) {
+      recordGraph(this.name, report, program.fwdGraph, program.fwd, key, null, program.partition.summary);
+      recordGraph(this.name, report, program.bwdGraph, program.bwd, key, null, null);
+    } else recordGraph(this.name, report, runGraph, program, key, program instanceof DynamicProgram ? dyn : null, null);
     // run it now on the real tensors
     runtime.tracer = null;
-    const inputs = resolveInputs(optimized, args ?? [], this.argNames, tracer);
-    announceStateWrites(optimized, inputs, [...tracer.gradWrites.keys()].map((leaf) => ({ leaf })));
+    const inputs = resolveInputs(runGraph, args ?? [], this.argNames, tracer);
+    announceStateWrites(runGraph, inputs, [...tracer.gradWrites.keys()].map((leaf) => ({ leaf })));
     const r0 = performance.now();
-    const outs = program ? program.run(inputs) : interpret(optimized, inputs);
+    const outs = program ? program.run(inputs) : interpret(runGraph, inputs);
     report.timings.firstRun += performance.now() - r0;
-    // give every live proxy of each output node its data
+    // give every live proxy of each output node its data (and the autograd node of a result that needs one)
     // values CSE merged (e.g. every Adam step counter starts as 0 + 1) still become separate
     // tensors: each distinct traced value gets its own memory
     const given = new Set<unknown>();
@@ -575,15 +609,50 @@ export class CompiledFunction {
       for (const p of tracer.proxies.get(id) ?? []) {
         if (!p.isDisposed && p.trace?.id === id && p.trace.tracer === tracer) {
           p.materialize(out.storage, out.strides, out.offset);
+          if (joint && out.gradFn && p.requiresGrad) p.setGradFn(out.gradFn, out.gradSlot);
         }
       }
     });
     for (const t of new Set([...outs, ...made])) t.dispose();
-    return { graph: optimized, program, idMap };
+    return { graph: runGraph, program, idMap, interpreted };
+  }
+
+  /** Compiles a partitioned joint graph into a forward/backward pair (AOTAutograd). */
+  private makeAot(part: Partition, original: Graph, fwdOutputs: readonly number[], joint: JointTrace, report: CompileReport): AotProgram {
+    const fwd = makeProgram(part.fwd, this.opts, report);
+    const bwd = makeProgram(part.bwd, this.opts, report);
+    const inputs = forwardInputs(original);
+    counters.aotCompiles++;
+    log('aot', () => `${this.name}: forward ${part.fwd.opCount} ops, backward ${part.bwd.opCount} ops\n  ${part.summary.replace(/\n/g, '\n  ')}`);
+    return new AotProgram(this.name, fwd, bwd, part, fwdOutputs.length,
+      joint.diffResults.map((id) => fwdOutputs.indexOf(id)), joint.grads.map((g) => inputs.indexOf(g.input)));
   }
 }
 
-export type Runnable = Program | FusedProgram | DynamicProgram;
+/** Reports a compiled graph (explain, logs, debug dumps); the printed forms are made when read. */
+function recordGraph(fnName: string, report: CompileReport, graph: Graph, program: Runnable | null, key: string, dyn: DynamicPlan | null, partition: string | null): void {
+  const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
+  // printing a program's kernels is text for every kernel, work a first call should not pay for
+  let text: string | undefined, printed: string | undefined;
+  const graphText = () => (text ??= dyn ? printGraph(dyn.graph) : printGraph(graph));
+  const programText = () => (program ? (printed ??= program.print()) : undefined);
+  report.graphs.push({
+    get text() { return graphText(); },
+    get program() { return programText(); },
+    get fusion() { return fused ? formatDecisions(fused.lowered.decisions) : undefined; },
+    ops: graph.opCount, key, kernels: fused?.kernels.length, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
+    ...(partition ? { partition } : {}),
+  });
+  log('graph', graphText);
+  debugDump(fnName, graph.name, { get 'graph.txt'() { return graphText(); }, get 'program.txt'() { return programText() ?? '(eager backend: node by node)'; }, ...(partition ? { 'partition.txt': partition } : {}) });
+}
+
+/** A graph's input nodes other than a joint trace's tangents (the forward's inputs, in order). */
+function forwardInputs(g: Graph): number[] {
+  return g.inputNodes.filter((n) => !isTangent(n)).map((n) => n.id);
+}
+
+export type { Runnable } from './runnable.js';
 
 /** Time makeProgram records as stages of its own (report.timings.passes). */
 function stagedMs(report: CompileReport): number {
@@ -639,6 +708,22 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
   const p = buildProgram(graph, runtime.backend, { persistentScratch: opts.mode === 'reduce-overhead' });
   log('output_code', () => `${graph.name}:\n${p.print()}`);
   return p;
+}
+
+/** A replay that runs node by node with autograd: counted, and warned about once per function and reason. */
+function countInterpreted(fn: string, why: string): void {
+  counters.interpretedReplays++;
+  const reason = `${fn}: ${why}`;
+  if (!counters.interpretedReasons.includes(reason) && counters.interpretedReasons.length < 100) counters.interpretedReasons.push(reason);
+  warnOnce(`interpreted:${reason}`, `${fn} replays node by node with eager kernels and autograd (slow): ${why}. kiln.stats().interpretedReplays counts these replays.`);
+}
+
+/** The tensors in a result (nested in arrays and plain objects). */
+function collectTensors(v: unknown, into: Tensor[] = [], depth = 0): Tensor[] {
+  if (v instanceof Tensor) into.push(v);
+  else if (depth < 6 && Array.isArray(v)) v.forEach((x) => collectTensors(x, into, depth + 1));
+  else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => collectTensors(x, into, depth + 1));
+  return into;
 }
 
 function dedupe(ids: number[]): number[] {
@@ -702,6 +787,8 @@ interface TraceRun {
   scope: SteppedScope | null;
   /** whether the tracer (and the scope) is installed now: the user's code is running */
   installed: boolean;
+  /** tracer.gradWrites.size when the current segment started (a segment that ran backward gets no compiled backward) */
+  gradWritesBefore: number;
 }
 
 /** The tracer records ops, .grad writes and postponed disposals while the user's code runs. */

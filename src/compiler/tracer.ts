@@ -29,6 +29,8 @@ export class Tracer implements TraceHook {
   readonly proxies = new Map<number, Tensor[]>();
   /** leaves whose .grad the function assigned, in order of first write, with that first write */
   readonly gradWrites = new Map<Tensor, { initial: Tensor | null; first: Tensor | null }>();
+  /** handles autograd saved for backward (not the user's): a compiled backward replaces what they serve */
+  private readonly internalAliases = new Set<Tensor>();
   /** concrete tensors disposed while tracing, released after the segment ran */
   readonly deferred: Tensor[] = [];
   segment = 0;
@@ -51,6 +53,25 @@ export class Tracer implements TraceHook {
     const proxy = this.makeProxy(node, t);
     if (t.requiresGrad) proxy.requiresGrad = true;
     return proxy;
+  }
+
+  /** An input node the compiler adds (a backward's tangents, path '@tangent[i]'): contiguous, no tensor behind it. */
+  extraInput(path: string, shape: readonly number[], dtype: Tensor['dtype']): Tensor {
+    const node = this.graph.add({
+      op: 'input', inputs: [], meta: { shape, dtype, strides: contiguousStrides(shape), offset: 0 }, source: { kind: 'arg', path }, requiresGrad: false,
+    });
+    return this.makeProxy(node);
+  }
+
+  /** The input node of a tensor the function received or captured (undefined for values it made). */
+  inputNodeOf(t: Tensor): number | undefined {
+    if (t.trace) return t.trace.tracer === this && this.graph.nodes[t.trace.id]?.op === 'input' ? t.trace.id : undefined;
+    return this.inputOf.get(t.aliasOf && !t.aliasOf.isDisposed ? t.aliasOf : t);
+  }
+
+  /** Captured concrete tensors that carry autograd history of their own (made by eager code, or an earlier segment). */
+  capturedWithHistory(): { tensor: Tensor; input: number }[] {
+    return [...this.inputOf].filter(([t]) => t.gradFn !== null).map(([tensor, input]) => ({ tensor, input }));
   }
 
   /** The node that holds a tensor's current value, capturing concrete tensors by reference. */
@@ -88,11 +109,16 @@ export class Tracer implements TraceHook {
     const m = node.meta;
     const p = new Tensor(null, m.shape, like ? like.strides : m.strides, like ? like.offset : m.offset, m.dtype);
     p.trace = { tracer: this, id: node.id };
-    this.adopt(p);
+    this.track(p);
     return p;
   }
 
-  adopt(alias: Tensor): void {
+  adopt(alias: Tensor, internal: boolean): void {
+    if (internal) this.internalAliases.add(alias);
+    this.track(alias);
+  }
+
+  private track(alias: Tensor): void {
     const id = alias.trace!.id;
     let list = this.proxies.get(id);
     if (!list) this.proxies.set(id, (list = []));
@@ -116,7 +142,7 @@ export class Tracer implements TraceHook {
     if (dst.trace) {
       // a write into a traced intermediate: later reads of this handle see the new value
       dst.trace = { tracer: this, id: valueId };
-      this.adopt(dst);
+      this.track(dst);
       return;
     }
     this.nodeOf(dst); // captures dst so the write has a target
@@ -137,12 +163,13 @@ export class Tracer implements TraceHook {
     this.valueOf.clear();
     this.inputOf.clear();
     this.proxies.clear();
+    this.internalAliases.clear();
   }
 
-  /** Live proxy handles of the current segment, by node. */
-  liveNodes(): number[] {
+  /** Nodes with a live proxy handle in the current segment (`userOnly`: not counting autograd's saved handles). */
+  liveNodes(userOnly = false): number[] {
     const ids: number[] = [];
-    for (const [id, list] of this.proxies) if (list.some((p) => !p.isDisposed && p.trace?.id === id)) ids.push(id);
+    for (const [id, list] of this.proxies) if (list.some((p) => !p.isDisposed && p.trace?.id === id && !(userOnly && this.internalAliases.has(p)))) ids.push(id);
     return ids.sort((a, b) => a - b);
   }
 }

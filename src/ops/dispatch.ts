@@ -43,8 +43,8 @@ export interface TraceHook {
   concretize(t: Tensor, reason: string): TypedArray;
   /** an in-place write of src into dst's memory */
   mutate(dst: Tensor, src: Tensor): void;
-  /** a second handle on a traced value (autograd's saved tensors) */
-  adopt(alias: Tensor): void;
+  /** a second handle on a traced value (`internal`: autograd's saved tensors, not the user's) */
+  adopt(alias: Tensor, internal: boolean): void;
 }
 
 export const runtime = {
@@ -156,7 +156,7 @@ export function alias(t: Tensor, internal = true): Tensor {
   if (!t.hasStorage) {
     const a = new Tensor(null, t.shape, t.strides, t.offset, t.dtype, internal);
     a.trace = t.trace;
-    runtime.tracer?.adopt(a);
+    runtime.tracer?.adopt(a, internal);
     return a;
   }
   const a = new Tensor(t.storage, t.shape, t.strides, t.offset, t.dtype, internal);

@@ -17,6 +17,7 @@ import { log } from '../logs.js';
 import { counters } from '../stats.js';
 import { Blobs, decodeGraph, decodeValue, encodeGraph, encodeValue, NotStorable, type StoredGraph } from './serialize.js';
 import { cacheStore, type CacheStore } from './store.js';
+import { AotProgram } from '../aot/aot-program.js';
 
 const FORMAT = 'kiln-warm-1';
 
@@ -46,11 +47,11 @@ export interface WarmContext {
 export interface WarmEntry {
   readonly guards: Guard[];
   readonly graph: Graph;
-  readonly program: never;
+  readonly program: unknown;
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
   readonly retrace: boolean;
-  readonly autogradOutputs: boolean;
+  readonly interpreted: string | null;
 }
 
 interface StoredWarm {
@@ -149,7 +150,7 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
     const guards = [...buildGuards(args, ctx.argNames, graph, modules), ...ctx.parameterGuards()];
     counters.cache.traceSkips++;
     log('cache', `${ctx.name}: warm start: tracing skipped (${graph.inputNodes.length} inputs bound by name, guards checked) in ${(performance.now() - t0).toFixed(1)} ms`);
-    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], retrace: false, autogradOutputs: stored.autogradOutputs };
+    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], retrace: false, interpreted: stored.autogradOutputs ? 'the stored entry predates compiled backward' : null };
   } catch (e) {
     counters.cache.corrupt++;
     log('cache', `${ctx.name}: warm start entry unusable (${(e as Error).message}); tracing`);
@@ -163,7 +164,7 @@ export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: War
   if (!store || ctx.opts.backend === 'eager') return;
   const caps = captureTable(ctx);
   if (!caps) return;
-  const why = e.retrace ? 'graph breaks' : gradWrites > 0 || e.gradLeaves.length > 0 || e.graph.gradEffects.length > 0 ? 'it writes gradients' : null;
+  const why = e.retrace ? 'graph breaks' : gradWrites > 0 || e.gradLeaves.length > 0 || e.graph.gradEffects.length > 0 ? 'it writes gradients' : e.program instanceof AotProgram ? 'a compiled backward' : null;
   if (why) {
     log('cache', `${ctx.name}: no warm start stored (${why}); later processes trace it and take its program from the cache`);
     return;
@@ -173,7 +174,7 @@ export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: War
   const names = new Map([...caps].map(([n, t]) => [t, n]));
   try {
     const blobs = new Blobs();
-    const meta: StoredWarm = { name: ctx.name, graph: encodeGraph(e.graph, blobs, (t) => names.get(t) ?? null), resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.autogradOutputs };
+    const meta: StoredWarm = { name: ctx.name, graph: encodeGraph(e.graph, blobs, (t) => names.get(t) ?? null), resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.interpreted !== null };
     store.put('warm', key, { meta, blobs: blobs.list });
   } catch (err) {
     if (!(err instanceof NotStorable)) throw err;

@@ -1,0 +1,58 @@
+// A compiled forward/backward pair (AOTAutograd): the forward program returns the results and
+// what backward needs; each call attaches one CompiledGradNode to the differentiable results,
+// and backward() runs the compiled backward program through it.
+
+import { edgeOf } from '../../autograd/node.js';
+import { alias } from '../../ops/dispatch.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import type { Graph } from '../graph.js';
+import type { Runnable } from '../runnable.js';
+import { CompiledGradNode, type BackwardPlan } from './compiled-node.js';
+import type { Partition } from './partition.js';
+
+export class AotProgram implements BackwardPlan {
+  constructor(
+    readonly name: string,
+    readonly fwd: Runnable,
+    readonly bwd: Runnable,
+    readonly partition: Partition,
+    /** forward outputs that are the function's results (the rest are saved intermediates) */
+    readonly nResults: number,
+    /** the result (forward output index) behind each output slot of the grad node */
+    readonly slots: readonly number[],
+    /** the forward input (index in input order) that receives each backward output */
+    readonly gradInputs: readonly number[],
+  ) {}
+
+  get fwdGraph(): Graph {
+    return this.partition.fwd;
+  }
+  get bwdGraph(): Graph {
+    return this.partition.bwd;
+  }
+
+  /** Runs the forward on `inputs` (the forward graph's input order) and returns its results, differentiable ones attached to a new grad node. */
+  run(inputs: readonly Tensor[]): Tensor[] {
+    const outs = this.fwd.run(inputs);
+    const results = outs.slice(0, this.nResults);
+    // saved values are the node's own handles (outside scopes); intermediates are handed over
+    const saved = this.partition.saved.map((s) => {
+      if (s.from === 'input') return alias(inputs[s.index]!);
+      const t = alias(outs[s.index]!);
+      if (s.index >= this.nResults) outs[s.index]!.dispose();
+      return t;
+    });
+    for (let i = this.nResults; i < outs.length; i++) if (!outs[i]!.isDisposed) outs[i]!.dispose();
+    const node = new CompiledGradNode(this, saved, this.gradInputs.map((i) => edgeOf(inputs[i]!)), this.slots.length);
+    this.slots.forEach((r, k) => results[r]!.setGradFn(node, k));
+    return results;
+  }
+
+  runBackward(inputs: readonly Tensor[]): Tensor[] {
+    return this.bwd.run(inputs);
+  }
+
+  print(): string {
+    return `forward (${this.fwdGraph.name}):\n${this.fwd.print()}\n\nbackward (${this.bwdGraph.name}):\n${this.bwd.print()}\n\npartition:\n${this.partition.summary}`;
+  }
+}
