@@ -253,8 +253,10 @@ test('a compiled training step that returns its loss replays the fused program (
   const loss = step(x) as kiln.Tensor;
   assert.equal(loss.requiresGrad, false);
   assert.ok(step.compiled.report!.graphs[0]!.kernels! > 0);
-  const entry = (step.compiled as unknown as { entries: { autogradOutputs: boolean; program: unknown }[] }).entries[0]!;
-  assert.equal(entry.autogradOutputs, false);
+  const entry = (step.compiled as unknown as { entries: { interpreted: string | null; program: unknown }[] }).entries[0]!;
+  assert.equal(entry.interpreted, null);
+  assert.equal(kiln.stats().interpretedReplays, 0);
+  assert.equal(kiln.stats().aotCompiles, 0, 'a step that runs backward itself gets no compiled backward');
 });
 
 test('backward into an existing .grad accumulates on replay as in eager', () => {

@@ -42,6 +42,8 @@ export interface OpCase {
   readonly tol?: Tol;
   /** gradcheck tolerance (default GRAD_TOL) */
   readonly gradTol?: Tol;
+  /** float32 gradients (compiled forward, backward outside) against float64 ones (default in compiled-grad-case.ts) */
+  readonly gradTol32?: Tol;
 }
 
 export const FLOAT32_TOL: Tol = { atol: 1e-5, rtol: 1e-5 };

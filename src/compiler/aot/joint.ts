@@ -8,6 +8,7 @@
 import { walkBackward, type GradSink } from '../../autograd/engine.js';
 import type { AutogradNode } from '../../autograd/node.js';
 import { noGrad } from '../../autograd/grad-mode.js';
+import { runtime } from '../../ops/dispatch.js';
 import { add } from '../../ops/math.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { Tracer } from '../tracer.js';
@@ -29,7 +30,7 @@ export interface JointTrace {
 
 /**
  * Traces the backward of `results` (proxies of this trace that require grad) into the
- * tracer's graph. Must run with the tracer installed; records with grad mode off, as backward does.
+ * tracer's graph, with grad mode off as backward does.
  */
 export function traceJoint(tracer: Tracer, results: readonly Tensor[]): JointTrace {
   const diffResults: number[] = [];
@@ -67,7 +68,14 @@ export function traceJoint(tracer: Tracer, results: readonly Tensor[]): JointTra
     stopsAt: (node: AutogradNode) => node.tracer !== tracer,
     boundary: (node, slot, g) => collect(boundaries.find((b) => b.tensor.gradFn === node && b.tensor.gradSlot === slot)?.input, g),
   };
-  noGrad(() => walkBackward(roots, { retainGraph: false }, sink));
+  // a generator's trace is resumed between stretches: the backward records into it all the same
+  const prev = runtime.tracer;
+  runtime.tracer = tracer;
+  try {
+    noGrad(() => walkBackward(roots, { retainGraph: false }, sink));
+  } finally {
+    runtime.tracer = prev;
+  }
   const grads = [...byInput].map(([input, g]) => ({ input, value: tracer.nodeOf(g) }));
   for (const g of byInput.values()) g.dispose();
   return { diffResults, tangents, grads, dropped };
