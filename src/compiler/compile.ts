@@ -5,7 +5,7 @@ import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, isTensor, tensorHooks } from '../tensor/tensor.js';
-import { SteppedScope } from '../tensor/scope.js';
+import { keep, SteppedScope } from '../tensor/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
 import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
@@ -26,7 +26,7 @@ import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js'
 import { DynamicProgram } from './dynamic-program.js';
 import { bucketCall, type BucketSpec } from './bucket.js';
 import { announceStateWrites } from './state-writes.js';
-import { applyGradEffects, gradStateGuards, releaseReplacedGrads } from './grad-effects.js';
+import { applyGradEffects, bindArgGrads, gradStateGuards, releaseReplacedGrads, type ArgGradEffect } from './grad-effects.js';
 import { fillTemplate, templateOf } from './result-template.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
@@ -129,6 +129,8 @@ interface Entry {
   /** node ids (in graph.outputs order) that are the result's tensors */
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
+  /** arguments whose .grad the graph sets (by path: each call's own tensors) */
+  readonly argGrads: readonly ArgGradEffect[];
   /** re-trace on every call (graph breaks); segments are looked up by structure */
   readonly retrace: boolean;
   /** why replay runs node by node with autograd (null: the compiled program runs) */
@@ -317,15 +319,16 @@ export class CompiledFunction {
 
   private replay(e: Entry, args: unknown[]): unknown {
     const inputs = resolveInputs(e.graph, args, this.argNames);
-    announceStateWrites(e.graph, inputs, e.gradLeaves);
-    releaseReplacedGrads(e.gradLeaves, inputs);
+    const gradLeaves = e.argGrads.length ? [...e.gradLeaves, ...bindArgGrads(e.argGrads, args, this.argNames)] : e.gradLeaves;
+    announceStateWrites(e.graph, inputs, gradLeaves);
+    releaseReplacedGrads(gradLeaves, inputs);
     let outs: Tensor[];
     if (e.program && e.interpreted === null) outs = e.program.run(inputs);
     else {
       if (e.interpreted !== null) countInterpreted(this.name, e.interpreted);
       outs = interpret(e.graph, inputs);
     }
-    applyGradEffects(e.gradLeaves, outs);
+    applyGradEffects(gradLeaves, outs);
     return fillTemplate(e.resultTemplate, outs);
   }
 
@@ -465,6 +468,7 @@ export class CompiledFunction {
     graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
     const replayable = tracer.segment === 0 && extra.length === 0 && !this.isGeneratorFn;
     const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args, joint);
+    handArgGrads(tracer, args, this.argNames);
     report.timings.total = performance.now() - t0;
     report.timings.codegen = run.codegen;
     report.timings.trace = report.timings.total - run.codegen - report.timings.firstRun - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
@@ -476,7 +480,7 @@ export class CompiledFunction {
       if (replayable) {
         const resultTemplate = templateOf(result);
         const dyn = this.pendingDynamic?.used && compiled.program === this.pendingDynamic.program ? this.pendingDynamic : null;
-        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer)];
+        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer, args, this.argNames)];
         report.guards = guards.map((g) => g.text);
         log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
         const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
@@ -486,7 +490,8 @@ export class CompiledFunction {
         }
         this.entries.push({
           guards, graph: compiled.graph, program: compiled.program, resultTemplate,
-          gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
+          gradLeaves: gradLeaves.flatMap((leaf, i) => (tracer.argPathOf(leaf) === undefined ? [{ leaf, outputIndex: outIndex(gradIds[i] ?? null) }] : [])),
+          argGrads: gradLeaves.flatMap((leaf, i) => { const path = tracer.argPathOf(leaf); return path === undefined ? [] : [{ path, outputIndex: outIndex(gradIds[i] ?? null) }]; }),
           retrace: false, interpreted: compiled.interpreted,
         });
         counters.compiles++;
@@ -494,7 +499,7 @@ export class CompiledFunction {
       } else if (tracer.segment > 0 || this.isGeneratorFn) {
         const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
         report.guards = guards.map((g) => g.text);
-        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, interpreted: null });
+        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], argGrads: [], retrace: true, interpreted: null });
         counters.compiles++;
       } else {
         log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
@@ -718,6 +723,23 @@ function countInterpreted(fn: string, why: string): void {
   warnOnce(`interpreted:${reason}`, `${fn} replays node by node with eager kernels and autograd (slow): ${why}. kiln.stats().interpretedReplays counts these replays.`);
 }
 
+/** The .grad a traced backward gave the argument proxies (now with data) goes to the caller's tensors, as eager would set it. */
+function handArgGrads(tracer: Tracer, args: readonly unknown[], names: readonly string[]): void {
+  let leaves: Map<string, unknown> | null = null;
+  for (const proxy of tracer.gradWrites.keys()) {
+    const path = tracer.argPathOf(proxy);
+    if (path === undefined) continue;
+    leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
+    const t = leaves.get(path) as Tensor;
+    const g = proxy.grad;
+    proxy.grad = null; // the proxy's disposal would take its grad along
+    if (t.grad === g) continue;
+    const old = t.grad;
+    t.grad = g && g.hasStorage ? keep(g) : null;
+    if (old && old !== t.grad) old.dispose();
+  }
+}
+
 /** The tensors in a result (nested in arrays and plain objects). */
 function collectTensors(v: unknown, into: Tensor[] = [], depth = 0): Tensor[] {
   if (v instanceof Tensor) into.push(v);
@@ -759,7 +781,9 @@ function resolveInputs(graph: Graph, args: readonly unknown[], names: readonly s
     leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
     const t = leaves.get(src.path);
     if (!(t instanceof Tensor)) throw new Error(`kiln internal: argument ${src.path} is not a tensor`);
-    return t;
+    if (!src.grad) return t;
+    if (!t.grad) throw new Error(`kiln internal: argument ${src.path} has no .grad`);
+    return t.grad;
   });
 }
 

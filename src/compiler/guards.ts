@@ -123,8 +123,14 @@ export function buildGuards(args: readonly unknown[], names: readonly string[], 
       });
     }
   }
+  const readers = new Map(argLeaves(args, names).map((l) => [l.path, l.read]));
   for (const n of graph.inputNodes) {
     const src = n.source!;
+    if (src.kind === 'arg' && src.grad) {
+      // an argument's .grad the function accumulates into: it must still be there, alike
+      const read = readers.get(src.path)!;
+      guards.push(...tensorGuards(`arg ${src.path}.grad`, () => (read(currentArgs) as Tensor | undefined)?.grad, (read(args) as Tensor).grad!));
+    }
     if (src.kind === 'ref') guards.push(...tensorGuards(`captured ${src.label}`, () => src.tensor, src.tensor));
     if (src.kind === 'grad') {
       const g = src.leaf.grad!;

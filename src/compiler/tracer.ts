@@ -29,6 +29,8 @@ export class Tracer implements TraceHook {
   readonly proxies = new Map<number, Tensor[]>();
   /** leaves whose .grad the function assigned, in order of first write, with that first write */
   readonly gradWrites = new Map<Tensor, { initial: Tensor | null; first: Tensor | null }>();
+  /** proxies of arguments that require grad, by path */
+  private readonly argPaths = new Map<Tensor, string>();
   /** handles autograd saved for backward (not the user's): a compiled backward replaces what they serve */
   private readonly internalAliases = new Set<Tensor>();
   /** concrete tensors disposed while tracing, released after the segment ran */
@@ -51,8 +53,22 @@ export class Tracer implements TraceHook {
     this.valueOf.set(t, node.id);
     this.inputOf.set(t, node.id);
     const proxy = this.makeProxy(node, t);
-    if (t.requiresGrad) proxy.requiresGrad = true;
+    if (t.requiresGrad) {
+      proxy.requiresGrad = true;
+      this.argPaths.set(proxy, path);
+      if (t.grad) {
+        // a backward inside the function accumulates into the argument's current .grad: it is an input
+        const g = this.graph.add({ op: 'input', inputs: [], meta: metaOf(t.grad), source: { kind: 'arg', path, grad: true }, requiresGrad: false });
+        proxy.grad = this.makeProxy(g, t.grad);
+        this.gradWrites.delete(proxy);
+      }
+    }
     return proxy;
+  }
+
+  /** The argument path of a proxy the function received (a leaf whose .grad lands on the caller's tensor). */
+  argPathOf(proxy: Tensor): string | undefined {
+    return this.argPaths.get(proxy);
   }
 
   /** An input node the compiler adds (a backward's tangents, path '@tangent[i]'): contiguous, no tensor behind it. */

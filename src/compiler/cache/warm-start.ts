@@ -50,6 +50,7 @@ export interface WarmEntry {
   readonly program: unknown;
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
+  readonly argGrads: readonly unknown[];
   readonly retrace: boolean;
   readonly interpreted: string | null;
 }
@@ -150,7 +151,7 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
     const guards = [...buildGuards(args, ctx.argNames, graph, modules), ...ctx.parameterGuards()];
     counters.cache.traceSkips++;
     log('cache', `${ctx.name}: warm start: tracing skipped (${graph.inputNodes.length} inputs bound by name, guards checked) in ${(performance.now() - t0).toFixed(1)} ms`);
-    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], retrace: false, interpreted: stored.autogradOutputs ? 'the stored entry predates compiled backward' : null };
+    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], argGrads: [], retrace: false, interpreted: stored.autogradOutputs ? 'the stored entry predates compiled backward' : null };
   } catch (e) {
     counters.cache.corrupt++;
     log('cache', `${ctx.name}: warm start entry unusable (${(e as Error).message}); tracing`);
