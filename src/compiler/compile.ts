@@ -193,7 +193,7 @@ export class CompiledFunction {
     for (const n of notes) log('recompiles', `${this.name}: ${n}`);
     if (dims.length === 0) return null;
     const t0 = performance.now();
-    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead' });
+    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead', aot: isGradEnabled() });
     if ('failed' in r) {
       log('recompiles', `${this.name}: ${dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(', ')} stay static: ${r.failed}`);
       counters.dynamicFailures.push({ fn: this.name, reason: r.failed });
@@ -479,7 +479,8 @@ export class CompiledFunction {
     if (!existing) {
       if (replayable) {
         const resultTemplate = templateOf(result);
-        const dyn = this.pendingDynamic?.used && compiled.program === this.pendingDynamic.program ? this.pendingDynamic : null;
+        const pending = this.pendingDynamic;
+        const dyn = pending?.used && (compiled.program === pending.program || (compiled.program instanceof AotProgram && compiled.program.fwd === pending.program)) ? pending : null;
         const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer, args, this.argNames)];
         report.guards = guards.map((g) => g.text);
         log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
@@ -570,7 +571,14 @@ export class CompiledFunction {
       counters.graphsCompiled++;
       return p;
     };
-    if (joint) {
+    if (joint && useProgram && dyn?.aot && !dyn.used && args && dyn.aot.nForward === originalOutputs.length && dyn.matches(optimized)) {
+      // the dynamic forward/backward pair serves this call
+      const part = dyn.aot.partition;
+      runGraph = part.fwd;
+      program = new AotProgram(this.name, dyn.aot.fwd, dyn.aot.bwd, part, originalOutputs.length, joint.diffResults.map((id) => originalOutputs.indexOf(id)), joint.grads.map((g) => forwardInputs(graph).indexOf(g.input)));
+      counters.aotCompiles++;
+      dyn.used = true;
+    } else if (joint) {
       const part = partitionJoint(optimized, originalOutputs.length);
       runGraph = part.fwd;
       if (part.unsupported !== null || !useProgram) {

@@ -8,9 +8,12 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { Graph } from '../graph.js';
 import type { Runnable } from '../runnable.js';
 import { CompiledGradNode, type BackwardPlan } from './compiled-node.js';
-import type { Partition } from './partition.js';
+import { isTangent, type Partition } from './partition.js';
 
 export class AotProgram implements BackwardPlan {
+  /** per backward output: the tangents (output slots) it depends on */
+  readonly gradDeps: readonly (readonly number[])[];
+
   constructor(
     readonly name: string,
     readonly fwd: Runnable,
@@ -22,7 +25,9 @@ export class AotProgram implements BackwardPlan {
     readonly slots: readonly number[],
     /** the forward input (index in input order) that receives each backward output */
     readonly gradInputs: readonly number[],
-  ) {}
+  ) {
+    this.gradDeps = tangentDeps(partition.bwd);
+  }
 
   get fwdGraph(): Graph {
     return this.partition.fwd;
@@ -43,7 +48,7 @@ export class AotProgram implements BackwardPlan {
       return t;
     });
     for (let i = this.nResults; i < outs.length; i++) if (!outs[i]!.isDisposed) outs[i]!.dispose();
-    const node = new CompiledGradNode(this, saved, this.gradInputs.map((i) => edgeOf(inputs[i]!)), this.slots.length);
+    const node = new CompiledGradNode(this, saved, this.gradInputs.map((i) => edgeOf(inputs[i]!)), this.slots.map((r) => ({ shape: results[r]!.shape, dtype: results[r]!.dtype })));
     this.slots.forEach((r, k) => results[r]!.setGradFn(node, k));
     return results;
   }
@@ -52,7 +57,24 @@ export class AotProgram implements BackwardPlan {
     return this.bwd.run(inputs);
   }
 
+  /** Whether backward output `k` depends on a tangent that arrived (else it is null, as in eager). */
+  reached(k: number, arrived: readonly boolean[]): boolean {
+    return this.gradDeps[k]!.some((j) => arrived[j]);
+  }
+
   print(): string {
     return `forward (${this.fwdGraph.name}):\n${this.fwd.print()}\n\nbackward (${this.bwdGraph.name}):\n${this.bwd.print()}\n\npartition:\n${this.partition.summary}`;
   }
+}
+
+/** For each output of a backward graph, the tangent inputs (by index) it is computed from. */
+function tangentDeps(g: Graph): number[][] {
+  const tangentOf = new Map<number, number>();
+  g.inputNodes.filter(isTangent).forEach((n, j) => tangentOf.set(n.id, j));
+  const deps = new Map<number, Set<number>>();
+  for (const n of g.nodes) {
+    const t = tangentOf.get(n.id);
+    deps.set(n.id, t !== undefined ? new Set([t]) : new Set(n.inputs.flatMap((i) => [...deps.get(i)!])));
+  }
+  return g.outputs.map((id) => [...deps.get(id)!].sort((a, b) => a - b));
 }

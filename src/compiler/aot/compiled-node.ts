@@ -11,13 +11,16 @@ import { apply, runtime } from '../../ops/dispatch.js';
 import { zeros } from '../../ops/creation.js';
 import { contiguous } from '../../ops/movement.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { Graph } from '../graph.js';
+import type { Graph, TensorMeta } from '../graph.js';
+import { isContiguous } from '../../core/shape.js';
 
 /** What the node needs of its compiled pair (aot-program.ts). */
 export interface BackwardPlan {
   readonly name: string;
   readonly bwdGraph: Graph;
   runBackward(inputs: readonly Tensor[]): Tensor[];
+  /** whether backward output `k` depends on a tangent that arrived */
+  reached(k: number, arrived: readonly boolean[]): boolean;
 }
 
 export class CompiledGradNode implements AutogradNode {
@@ -30,11 +33,16 @@ export class CompiledGradNode implements AutogradNode {
     private readonly plan: BackwardPlan,
     saved: Tensor[],
     readonly next: readonly Edge[],
-    readonly nOutputs: number,
+    /** shape and dtype of each differentiable result (a missing gradient is zeros of it) */
+    private readonly slots: readonly { readonly shape: readonly number[]; readonly dtype: Tensor['dtype'] }[],
   ) {
     this.saved = saved;
     this.versions = saved.map((t) => t.storage.version);
     for (const e of next) if (e && 'node' in e) e.node.retain();
+  }
+
+  get nOutputs(): number {
+    return this.slots.length;
   }
 
   get name(): string {
@@ -58,7 +66,7 @@ export class CompiledGradNode implements AutogradNode {
     this.saved = null;
   }
 
-  backward(grads: readonly (Tensor | null)[]): readonly (Tensor | null)[] {
+  backward(incoming: readonly (Tensor | null)[]): readonly (Tensor | null)[] {
     const saved = this.saved;
     if (!saved) throw new AutogradError('the graph was already freed by an earlier backward()', `${this.name}.backward`, 'pass { retainGraph: true } to the first backward() to run backward twice');
     saved.forEach((t, i) => {
@@ -72,19 +80,24 @@ export class CompiledGradNode implements AutogradNode {
     });
     const inputs = this.plan.bwdGraph.inputNodes;
     // tangents arrive in any layout (a sum's gradient is an expanded view): the program reads them contiguous, as torch's AOTAutograd does
-    const tangents = grads.map((g, k) => {
-      const m = inputs[saved.length + k]!.meta;
-      if (!g) return zeros(m.shape, { dtype: m.dtype });
+    const tangents = incoming.map((g, k) => {
+      if (!g) return zeros(this.slots[k]!.shape, { dtype: this.slots[k]!.dtype });
       return g.hasStorage && !(g.isContiguous && g.offset === 0) ? contiguous(g) : g;
     });
     const all = [...saved.map((t, i) => matchLayout(t, inputs[i]!.meta)), ...tangents];
-    if (runtime.tracer && tangents.some((g) => !g.hasStorage)) return traceGraph(this.plan.bwdGraph, all);
-    return this.plan.runBackward(all);
+    const grads = runtime.tracer && tangents.some((g) => !g.hasStorage) ? traceGraph(this.plan.bwdGraph, all) : this.plan.runBackward(all);
+    // an input whose gradient only missing tangents feed gets none, as eager leaves its .grad
+    const arrived = incoming.map((g) => g !== null);
+    return grads.map((g, k) => (this.plan.reached(k, arrived) ? g : (g.dispose(), null)));
   }
 }
 
-/** A saved intermediate in the layout the backward graph was compiled for (contiguous unless it is an input). */
-function matchLayout(t: Tensor, meta: { strides: readonly number[]; offset: number }): Tensor {
+/**
+ * A saved value in the layout the backward graph was compiled for: contiguous (computed values,
+ * and every input of a dynamic program), or an input's own guarded strides.
+ */
+function matchLayout(t: Tensor, meta: TensorMeta): Tensor {
+  if (isContiguous(meta.shape, meta.strides) && meta.offset === 0) return t.isContiguous && t.offset === 0 ? t : contiguous(t);
   if (t.offset === meta.offset && t.strides.every((s, d) => s === meta.strides[d] || t.shape[d] === 1)) return t;
   return contiguous(t);
 }

@@ -30,6 +30,14 @@ export interface Partition {
   readonly savedBytes: number;
   /** why this pair cannot run (then only `fwd` is meaningful: replay interprets it with autograd) */
   readonly unsupported: string | null;
+  /** which nodes backward computes and which it reads saved: applies to any graph of the same structure */
+  readonly decision: PartitionDecision;
+}
+
+export interface PartitionDecision {
+  readonly backward: readonly number[];
+  readonly saved: readonly number[];
+  readonly recomputed: readonly number[];
 }
 
 /** Whether an input node is a tangent of a joint trace ('@tangent[j]'). */
@@ -39,9 +47,10 @@ export function isTangent(n: GraphNode): boolean {
 
 /**
  * `joint`'s outputs are the forward's `nForward` outputs, then the gradients; its tangents are
- * its '@tangent[j]' input nodes.
+ * its '@tangent[j]' input nodes. `decision`: the choices made for another graph of the same
+ * structure (the probes of a dynamic trace are partitioned alike, whatever their sizes).
  */
-export function partitionJoint(joint: Graph, nForward: number): Partition {
+export function partitionJoint(joint: Graph, nForward: number, decision?: PartitionDecision): Partition {
   const nodes = joint.nodes;
   const isInput = (id: number) => nodes[id]!.op === 'input';
   const fwdOutputs = joint.outputs.slice(0, nForward);
@@ -49,33 +58,11 @@ export function partitionJoint(joint: Graph, nForward: number): Partition {
   const tangents = joint.inputNodes.filter(isTangent).map((n) => n.id);
   const tangentSet = new Set(tangents);
   const forward = ancestors(nodes, [...fwdOutputs, ...joint.mutations.flatMap((m) => [m.value, m.target])]);
-  const needed = ancestors(nodes, gradOutputs);
-  // backward computes what the gradients need and the forward does not compute anyway
-  const backward = new Set([...needed].filter((id) => !forward.has(id) && !isInput(id)));
-  const saved = new Set<number>();
-  for (const id of backward) for (const i of nodes[id]!.inputs) if (!backward.has(i) && !tangentSet.has(i)) saved.add(i);
-  for (const id of gradOutputs) if (!backward.has(id) && !tangentSet.has(id)) saved.add(id);
-
-  // recompute instead of save: a cheap value whose inputs cost no more bytes to keep
   const results = new Set(fwdOutputs);
-  const cost = (id: number) => (isInput(id) || results.has(id) ? 0 : bytes(nodes[id]!));
-  const recomputed: number[] = [];
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const s of [...saved].sort((a, b) => b - a)) {
-      const n = nodes[s]!;
-      if (isInput(s) || !recomputable(n) || results.has(s)) continue;
-      const fresh = n.inputs.filter((i) => !saved.has(i) && !backward.has(i));
-      if (fresh.reduce((a, i) => a + cost(i), 0) > cost(s)) continue;
-      saved.delete(s);
-      for (const i of n.inputs) if (!backward.has(i)) saved.add(i);
-      backward.add(s);
-      recomputed.push(s);
-      changed = true;
-    }
-  }
-  // a saved value no backward node reads any more (its readers were recomputed from elsewhere)
-  for (const s of [...saved]) if (!gradOutputs.includes(s) && ![...backward].some((b) => nodes[b]!.inputs.includes(s))) saved.delete(s);
+  const chosen = decision ?? decide(nodes, forward, results, gradOutputs, tangentSet);
+  const backward = new Set(chosen.backward);
+  const saved = new Set(chosen.saved);
+  const recomputed = [...chosen.recomputed];
 
   const written = new Set(joint.mutations.map((m) => m.target));
   const savedList = [...saved].sort((a, b) => a - b);
@@ -120,7 +107,40 @@ export function partitionJoint(joint: Graph, nForward: number): Partition {
     `recomputed in backward: ${recomputed.length ? recomputed.sort((a, b) => a - b).map((s) => `%${s} ${label(nodes[s]!)}`).join(', ') : 'nothing'}`,
   ].join('\n');
   const unsupported = overwritten === undefined ? null : `backward reads ${label(nodes[overwritten]!)}, which the forward writes in place`;
-  return { fwd, bwd, saved: sources, summary, savedBytes, unsupported };
+  return { fwd, bwd, saved: sources, summary, savedBytes, unsupported, decision: chosen };
+}
+
+/** What backward computes (recomputing cheap values) and what it reads saved from the forward. */
+function decide(nodes: readonly GraphNode[], forward: ReadonlySet<number>, results: ReadonlySet<number>, gradOutputs: readonly number[], tangentSet: ReadonlySet<number>): PartitionDecision {
+  const isInput = (id: number) => nodes[id]!.op === 'input';
+  const needed = ancestors(nodes, gradOutputs);
+  // backward computes what the gradients need and the forward does not compute anyway
+  const backward = new Set([...needed].filter((id) => !forward.has(id) && !isInput(id)));
+  const saved = new Set<number>();
+  for (const id of backward) for (const i of nodes[id]!.inputs) if (!backward.has(i) && !tangentSet.has(i)) saved.add(i);
+  for (const id of gradOutputs) if (!backward.has(id) && !tangentSet.has(id)) saved.add(id);
+
+  // recompute instead of save: a cheap value whose inputs cost no more bytes to keep
+  const cost = (id: number) => (isInput(id) || results.has(id) ? 0 : bytes(nodes[id]!));
+  const recomputed: number[] = [];
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const s of [...saved].sort((a, b) => b - a)) {
+      const n = nodes[s]!;
+      if (isInput(s) || !recomputable(n) || results.has(s)) continue;
+      const fresh = n.inputs.filter((i) => !saved.has(i) && !backward.has(i));
+      if (fresh.reduce((a, i) => a + cost(i), 0) > cost(s)) continue;
+      saved.delete(s);
+      for (const i of n.inputs) if (!backward.has(i)) saved.add(i);
+      backward.add(s);
+      recomputed.push(s);
+      changed = true;
+    }
+  }
+  // a saved value no backward node reads any more (its readers were recomputed from elsewhere)
+  for (const s of [...saved]) if (!gradOutputs.includes(s) && ![...backward].some((b) => nodes[b]!.inputs.includes(s))) saved.delete(s);
+
+  return { backward: [...backward], saved: [...saved], recomputed };
 }
 
 /** Pointwise values, views and constants: recomputing them fuses into the backward's kernels. Random draws never are. */
