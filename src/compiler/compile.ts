@@ -53,7 +53,9 @@ export interface CompileOptions {
   /** pad a dim up to the next bucket size so a bounded set of static programs serves every size (see bucket.ts) */
   buckets?: BucketSpec;
   /**
-   * 'auto', 'js', 'eager' (capture and replay, each node with eager kernels), or a kernel
+   * 'auto' (the default: the fastest that can run here, with the reason in explain), 'js' (the
+   * JS renderer: readable generated code, for debugging), 'eager' (capture and replay, each node
+   * with eager kernels), or a kernel
    * backend registered by a Node entry point: 'native' (C compiled at run time; import
    * 'kilnjs/node'). An explicitly named backend that cannot run here throws, never falls back.
    */

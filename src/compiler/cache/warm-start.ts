@@ -99,7 +99,7 @@ function classSources(m: object): string {
 
 /** The key of a warm start for these arguments, or null when they cannot be keyed. */
 function warmKey(store: CacheStore, ctx: WarmContext, args: readonly unknown[], caps: Map<string, Tensor>): string | null {
-  const parts: string[] = [FORMAT, store.fingerprint, ctx.name, JSON.stringify({ b: ctx.opts.backend ?? 'js', m: ctx.opts.mode ?? 'default', f: ctx.opts.fuse !== false, g: !!ctx.opts.fullgraph })];
+  const parts: string[] = [FORMAT, store.fingerprint, ctx.name, JSON.stringify({ b: ctx.opts.backend ?? 'auto', m: ctx.opts.mode ?? 'default', f: ctx.opts.fuse !== false, g: !!ctx.opts.fullgraph })];
   const m = ctx.module;
   if (m) {
     const mods: [string, ModuleLike][] = m.namedModules ? m.namedModules() : [['', m]];
