@@ -59,7 +59,7 @@ export function chooseAuto(requested = 'auto'): BackendChoice {
         c.get();
       } catch (e) {
         if (!(e instanceof ArgumentError)) throw e;
-        why = e.message;
+        why = e.detail;
       }
     }
     if (why) {
