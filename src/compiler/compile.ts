@@ -714,10 +714,14 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       });
       return p;
     } catch (e) {
-      // a kernel backend's own failure (e.g. the C compiler rejected the code) is reported, not hidden
-      if (kernelBackend && e instanceof KilnError) throw e;
-      log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${(e as Error).message}`);
+      // a bug in lowering or code generation surfaces, and so does a kernel backend's own
+      // failure (e.g. the C compiler rejected the code); only a typed refusal of the JS
+      // renderer falls back, counted and warned about (an error under fullgraph)
+      if (!(e instanceof KilnError) || kernelBackend) throw e;
+      if (opts.fullgraph) throw new GraphBreakError(`${graph.name} could not be fused: ${e.message}`, 'fullgraph forbids running recorded eager kernels instead; compile without fullgraph to fall back, or report the graph (KILN_LOGS=graph)');
       counters.fusionFallbacks++;
+      log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${e.message}`);
+      warnOnce(`fusion:${report.name}`, `${report.name}: a graph could not be fused and runs recorded eager kernels instead (slower): ${e.message.split('\n')[0]}. kiln.stats().fusionFallbacks counts these.`);
     }
   }
   const p = buildProgram(graph, runtime.backend, { persistentScratch: opts.mode === 'reduce-overhead' });
