@@ -13,7 +13,7 @@ import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
 import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './lower.js';
 import { runPasses, type PassTimings } from './passes.js';
-import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
+import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
 import { ArgumentError, KilnError, SyncReadError } from '../core/errors.js';
 import type { Backend } from '../backend/backend.js';
@@ -70,6 +70,14 @@ export interface CompileOptions {
   fuse?: boolean;
   /** false: do not read or write the persistent compile cache (also KILN_CACHE=0; Node only) */
   cache?: boolean;
+  /**
+   * Replay does not run the function's JavaScript, so a value it reads from outside without a
+   * guard (a closure variable, Math.random(), a field of a non-module object) would be frozen at
+   * trace time. kiln traces the first replay of each entry once more and compares the graphs
+   * (default); `N` also re-checks every Nth call, `true` every call, `false` never. A difference
+   * recompiles with the reason logged and warned, and is checked again on the next call.
+   */
+  check?: boolean | number;
   /**
    * Tensors the function reads, by stable name: a module (its parameters and buffers by
    * state-dict key; preferred) or a record such as model.stateDict(). kiln.compile places them
@@ -137,6 +145,14 @@ interface Entry {
   readonly retrace: boolean;
   /** why replay runs node by node with autograd (null: the compiled program runs) */
   readonly interpreted: string | null;
+  /** structural key of `graph`: a check trace must give the same */
+  readonly key: string;
+  /** the argument shapes the trace saw (a check trace needs a call with these) */
+  readonly shapes: string;
+  /** whether a second trace confirmed the graph (entries from the persistent cache are) */
+  checked: boolean;
+  /** replays so far (for `check: N`) */
+  calls: number;
 }
 
 export interface CompileReport {
@@ -249,11 +265,12 @@ export class CompiledFunction {
       const r = checkGuards(e.guards, args);
       if (r === null) {
         if (e.retrace) return this.trace(args, e);
+        if (this.wantsCheck(e, args)) return this.trace(args, null, e);
         counters.cacheHits++;
         return this.replay(e, args);
       }
       if (reason === null && this.opts.dynamic === undefined) changes = allSizeChanges(e.guards, args);
-      reason ??= r;
+      reason = r; // the newest entry's failure is the nearest miss
     }
     if (this.entries.length > 0) {
       const limit = this.opts.recompileLimit ?? 8;
@@ -276,22 +293,40 @@ export class CompiledFunction {
       log('recompiles', `recompiling ${this.name} (entry ${this.entries.length + 1}): ${reason}`);
     }
     // the persistent cache: a stored entry for these arguments replays without tracing
-    const warm = tryWarmStart(this.cacheContext(), args) as Entry | null;
+    const warm = tryWarmStart(this.cacheContext(), args) as Omit<Entry, 'key' | 'shapes' | 'checked' | 'calls'> | null;
     if (warm) {
-      this.entries.push(warm);
+      // keyed by the module's class sources and configuration, and guarded like a trace
+      const entry: Entry = { ...warm, key: graphKey(warm.graph), shapes: shapeSignature(args, this.argNames), checked: true, calls: 0 };
+      this.entries.push(entry);
       counters.compiles++;
-      return this.replay(warm, args);
+      return this.replay(entry, args);
     }
     return this.trace(args, null);
+  }
+
+  /** Whether this replay is traced once more to check the graph (the `check` option). */
+  private wantsCheck(e: Entry, args: unknown[]): boolean {
+    const check = this.opts.check;
+    if (check === false || this.opts.backend === 'eager' || this.isGeneratorFn) return false;
+    e.calls++;
+    if (check === true || (typeof check === 'number' && check > 0 && e.calls % check === 0)) return true;
+    // a dynamic entry is checked at a call with the traced sizes
+    return !e.checked && shapeSignature(args, this.argNames) === e.shapes;
   }
 
   /** What the persistent compile cache needs of this function (src/compiler/cache/warm-start.ts). */
   private cacheContext(): WarmContext {
     return {
       name: this.name, opts: this.opts, argNames: this.argNames, fn: this.fn, module: this.module,
-      parameterGuards: () => this.parameterGuards(),
+      parameterGuards: () => [...this.parameterGuards(), ...this.attributeGuards()],
       makeProgram: (g) => (this.opts.backend === 'eager' ? null : makeProgram(g, this.opts, { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } })),
     };
+  }
+
+  /** The configuration kept in plain properties of the compiled module and of a `captures` module (guards.ts). */
+  private attributeGuards(): Guard[] {
+    const named = (m: { namedModules?(): [string, object][] } | undefined): [string, object][] => (m ? m.namedModules?.() ?? [['', m]] : []);
+    return moduleAttributeGuards([...named(this.module as never), ...named(this.opts.capturedModule)]);
   }
 
   /** A compiled module's parameters by identity: assigning a new tensor to a layer recompiles. */
@@ -345,15 +380,20 @@ export class CompiledFunction {
     throw new GraphBreakError(`compiled generator ${this.name} was called inside another compiled function`, 'its reads need a Promise the caller cannot wait for: from a compiled generator, call the uncompiled generator with `yield* gen(...)`; or call it outside compiled code');
   }
 
-  /** Traces fn; runs segments as it goes (graph breaks); records an entry when replayable. */
-  private trace(args: unknown[], existing: Entry | null): unknown {
-    counters.cacheMisses++;
+  /**
+   * Traces fn; runs segments as it goes (graph breaks); records an entry when replayable.
+   * `existing`: an entry with graph breaks, traced on every call. `checking`: an entry whose
+   * guards held, traced again to confirm its graph (wantsCheck).
+   */
+  private trace(args: unknown[], existing: Entry | null, checking: Entry | null = null): unknown {
+    if (checking) counters.traceChecks++;
+    else counters.cacheMisses++;
     const t0 = performance.now();
     // a generator is never replayed without its JavaScript (its reads decide what runs next)
-    this.pendingDynamic = existing || this.isGeneratorFn ? null : this.planDynamicFor(args);
+    this.pendingDynamic = existing || checking || this.isGeneratorFn ? null : this.planDynamicFor(args);
     const report: CompileReport = { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } };
     // a generator's call is a scope of its own: its code runs in stretches, where kiln.scope cannot reach
-    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false, gradWritesBefore: 0 };
+    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false, gradWritesBefore: 0, checking };
     run.tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, run));
     let finished = false;
     let handedOff = false;
@@ -483,7 +523,7 @@ export class CompiledFunction {
         const resultTemplate = templateOf(result);
         const pending = this.pendingDynamic;
         const dyn = pending?.used && (compiled.program === pending.program || (compiled.program instanceof AotProgram && compiled.program.fwd === pending.program)) ? pending : null;
-        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer, args, this.argNames)];
+        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...this.attributeGuards(), ...gradStateGuards(tracer, args, this.argNames)];
         report.guards = guards.map((g) => g.text);
         log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
         const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
@@ -491,24 +531,50 @@ export class CompiledFunction {
           counters.dynamicCompiles.push({ fn: this.name, symbols: dyn.notes });
           log('recompiles', `${this.name}: compiled with dynamic sizes:\n  ${dyn.notes.join('\n  ')}`);
         }
-        this.entries.push({
+        const entry: Entry = {
           guards, graph: compiled.graph, program: compiled.program, resultTemplate,
           gradLeaves: gradLeaves.flatMap((leaf, i) => (tracer.argPathOf(leaf) === undefined ? [{ leaf, outputIndex: outIndex(gradIds[i] ?? null) }] : [])),
           argGrads: gradLeaves.flatMap((leaf, i) => { const path = tracer.argPathOf(leaf); return path === undefined ? [] : [{ path, outputIndex: outIndex(gradIds[i] ?? null) }]; }),
-          retrace: false, interpreted: compiled.interpreted,
-        });
-        counters.compiles++;
-        saveWarmStart(this.cacheContext(), args, this.entries[this.entries.length - 1] as unknown as WarmEntry, tracer.gradWrites.size);
+          retrace: false, interpreted: compiled.interpreted, key: compiled.key, shapes: shapeSignature(args, this.argNames), checked: false, calls: 0,
+        };
+        if (run.checking) this.settleCheck(run.checking, entry);
+        else {
+          this.entries.push(entry);
+          counters.compiles++;
+          saveWarmStart(this.cacheContext(), args, entry as unknown as WarmEntry, tracer.gradWrites.size);
+        }
       } else if (tracer.segment > 0 || this.isGeneratorFn) {
         const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
         report.guards = guards.map((g) => g.text);
-        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], argGrads: [], retrace: true, interpreted: null });
+        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], argGrads: [], retrace: true, interpreted: null, key: compiled.key, shapes: '', checked: true, calls: 0 });
         counters.compiles++;
+        if (run.checking) this.settleCheck(run.checking, null);
       } else {
+        if (run.checking) this.settleCheck(run.checking, null);
         log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
       }
     }
     return result;
+  }
+
+  /**
+   * The end of a check trace: the same graph confirms the entry (the call counts as a replay);
+   * another one replaces it, as a recompile with the reason, checked again on the next call.
+   */
+  private settleCheck(old: Entry, fresh: Entry | null): void {
+    if (fresh && fresh.key === old.key) {
+      old.checked = true;
+      counters.cacheHits++;
+      return;
+    }
+    const i = this.entries.indexOf(old);
+    if (fresh) this.entries[i] = fresh;
+    else this.entries.splice(i, 1);
+    const reason = `the traced graph changed although every guard held: the function read a value kiln does not guard (a closure variable, a field of a non-module object, Math.random()) and it changed since the trace`;
+    counters.compiles++;
+    counters.recompiles.push({ fn: this.name, reason });
+    log('recompiles', `recompiling ${this.name}: ${reason}`);
+    warnOnce(`stale:${this.name}`, `${this.name}: ${reason}. Compiled code replays without running the function's JavaScript: pass values that change as arguments (numbers are guarded) or tensors, or keep them on modules (their attributes are guarded). kiln recompiles and checks again on the next call.`);
   }
 
   /** Counts and logs a graph break once per function, location and reason; explain lists every one. */
@@ -552,7 +618,7 @@ export class CompiledFunction {
    * their data. With `joint` (AOTAutograd) the graph holds the backward too: it is partitioned
    * into a forward/backward pair, and the results get the pair's grad node.
    */
-  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null, joint: JointTrace | null = null): { graph: Graph; program: Runnable | AotProgram | null; idMap: Map<number, number>; interpreted: string | null } {
+  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null, joint: JointTrace | null = null): { graph: Graph; program: Runnable | AotProgram | null; idMap: Map<number, number>; interpreted: string | null; key: string } {
     // keep original ids reachable after passes renumber nodes: outputs keep their order
     const originalOutputs = [...graph.outputs];
     if (joint) graph.outputs = [...originalOutputs, ...joint.grads.map((g) => g.value)];
@@ -629,7 +695,7 @@ export class CompiledFunction {
       }
     });
     for (const t of new Set([...outs, ...made])) t.dispose();
-    return { graph: runGraph, program, idMap, interpreted };
+    return { graph: runGraph, program, idMap, interpreted, key };
   }
 
   /** Compiles a partitioned joint graph into a forward/backward pair (AOTAutograd). */
@@ -754,6 +820,11 @@ function handArgGrads(tracer: Tracer, args: readonly unknown[], names: readonly 
   }
 }
 
+/** The shapes of a call's tensor arguments, as one string. */
+function shapeSignature(args: readonly unknown[], names: readonly string[]): string {
+  return argLeaves(args, names).map((l) => (l.value instanceof Tensor ? `${l.path}[${l.value.shape.join(',')}]` : '')).join(';');
+}
+
 /** The tensors in a result (nested in arrays and plain objects). */
 function collectTensors(v: unknown, into: Tensor[] = [], depth = 0): Tensor[] {
   if (v instanceof Tensor) into.push(v);
@@ -827,6 +898,8 @@ interface TraceRun {
   installed: boolean;
   /** tracer.gradWrites.size when the current segment started (a segment that ran backward gets no compiled backward) */
   gradWritesBefore: number;
+  /** the entry this trace checks (its graph must come out the same) */
+  readonly checking: Entry | null;
 }
 
 /** The tracer records ops, .grad writes and postponed disposals while the user's code runs. */

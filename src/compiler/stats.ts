@@ -16,6 +16,8 @@ export interface CompilerStats {
   cacheHits: number;
   /** calls that had to trace */
   cacheMisses: number;
+  /** replays traced once more to confirm the graph had not changed (the `check` compile option) */
+  traceChecks: number;
   /** segments of graph-break functions found by structure */
   segmentHits: number;
   graphsCompiled: number;
@@ -84,7 +86,7 @@ export interface CacheStats {
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, interpretedReplays: 0, interpretedReasons: [], aotCompiles: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
+  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, traceChecks: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, interpretedReplays: 0, interpretedReasons: [], aotCompiles: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
 }
 
 export let counters: CompilerStats = fresh();
