@@ -99,3 +99,23 @@ test('the check trace of a training step is a replay: the step, its grads and it
   assert.equal(s.recompiles.length, 0);
   assertCompiledRan('training step');
 });
+
+test('setCheckNumerics(true) checks compiled outputs too: a NaN names the compiled function and the output', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => x.log().mul(2));
+  const bad = kiln.tensor([1, -1, 2], { dtype: 'float32' });
+  f(kiln.tensor([1, 2, 3], { dtype: 'float32' })); // traced with finite values
+  kiln.setCheckNumerics(true);
+  try {
+    assert.throws(() => f(bad), (e: Error) => e instanceof kiln.NumericsError && /compiled anonymous: produced NaN at flat index 1 of output 0/.test(e.message));
+    const w = kiln.keep(kiln.tensor([1, 2, 3], { dtype: 'float32' }).requiresGrad_());
+    const g = kiln.compile((x: kiln.Tensor) => x.mul(w).sqrt());
+    kiln.setCheckNumerics(false);
+    kiln.scope(() => { g(kiln.tensor([1, 1, 1], { dtype: 'float32' })).sum().backward(); }); // trace and check
+    kiln.setCheckNumerics(true);
+    // sqrt's backward at 0 divides by zero: the compiled backward's gradient is checked
+    assert.throws(() => kiln.scope(() => g(kiln.tensor([0, 1, 1], { dtype: 'float32' })).sum().backward()), (e: Error) => e instanceof kiln.NumericsError && /\(backward\): produced (NaN|-?Infinity) at flat index 0 of gradient 0/.test(e.message));
+  } finally {
+    kiln.setCheckNumerics(false);
+  }
+});

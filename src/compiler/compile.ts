@@ -3,6 +3,7 @@
 
 import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
+import { checkOutputsFinite } from './check-numerics.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, isTensor, tensorHooks } from '../tensor/tensor.js';
 import { keep, SteppedScope } from '../tensor/scope.js';
@@ -360,8 +361,10 @@ export class CompiledFunction {
     announceStateWrites(e.graph, inputs, gradLeaves);
     releaseReplacedGrads(gradLeaves, inputs);
     let outs: Tensor[];
-    if (e.program && e.interpreted === null) outs = e.program.run(inputs);
-    else {
+    if (e.program && e.interpreted === null) {
+      outs = e.program.run(inputs);
+      if (runtime.checkNumerics) checkOutputsFinite(this.name, outs);
+    } else {
       if (e.interpreted !== null) countInterpreted(this.name, e.interpreted);
       outs = interpret(e.graph, inputs);
     }
@@ -678,6 +681,7 @@ export class CompiledFunction {
     const r0 = performance.now();
     const outs = program ? program.run(inputs) : interpret(runGraph, inputs);
     report.timings.firstRun += performance.now() - r0;
+    if (runtime.checkNumerics && program) checkOutputsFinite(this.name, outs);
     // give every live proxy of each output node its data (and the autograd node of a result that needs one)
     // values CSE merged (e.g. every Adam step counter starts as 0 + 1) still become separate
     // tensors: each distinct traced value gets its own memory

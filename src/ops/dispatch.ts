@@ -165,16 +165,16 @@ export function alias(t: Tensor, internal = true): Tensor {
 }
 
 function checkFinite(op: string, inputs: readonly Tensor[], out: Tensor): void {
-  const d = out.storage.backend.readSync(out.storage.buf);
+  assertFinite(op, out, `its ${out.dtype}${fmtShape(out.shape)} output (inputs: ${inputs.map((t) => `${t.dtype}${fmtShape(t.shape)}`).join(', ')})`, 'check the inputs of this op for NaN/Inf or out-of-domain values (log of <= 0, sqrt of < 0, division by 0)');
+}
+
+/** Throws a NumericsError naming `op` when the float tensor `t` holds NaN or Inf (setCheckNumerics). */
+export function assertFinite(op: string, t: Tensor, what: string, hint: string): void {
+  if (!isFloat(t.dtype)) return;
+  const d = readContiguous(t);
   for (let i = 0; i < d.length; i++) {
     const v = d[i]!;
-    if (v !== v || v === Infinity || v === -Infinity) {
-      throw new NumericsError(
-        `produced ${v} at flat index ${i} of its ${out.dtype}${fmtShape(out.shape)} output (inputs: ${inputs.map((t) => `${t.dtype}${fmtShape(t.shape)}`).join(', ')})`,
-        op,
-        'check the inputs of this op for NaN/Inf or out-of-domain values (log of <= 0, sqrt of < 0, division by 0)',
-      );
-    }
+    if (v !== v || v === Infinity || v === -Infinity) throw new NumericsError(`produced ${v} at flat index ${i} of ${what}`, op, hint);
   }
 }
 

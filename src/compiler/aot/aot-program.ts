@@ -3,7 +3,8 @@
 // and backward() runs the compiled backward program through it.
 
 import { edgeOf } from '../../autograd/node.js';
-import { alias } from '../../ops/dispatch.js';
+import { alias, runtime } from '../../ops/dispatch.js';
+import { checkOutputsFinite } from '../check-numerics.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { Graph } from '../graph.js';
 import type { Runnable } from '../runnable.js';
@@ -54,7 +55,9 @@ export class AotProgram implements BackwardPlan {
   }
 
   runBackward(inputs: readonly Tensor[]): Tensor[] {
-    return this.bwd.run(inputs);
+    const grads = this.bwd.run(inputs);
+    if (runtime.checkNumerics) checkOutputsFinite(`${this.name} (backward)`, grads, 'gradient');
+    return grads;
   }
 
   /** Whether backward output `k` depends on a tangent that arrived (else it is null, as in eager). */
