@@ -512,7 +512,7 @@ export class CompiledFunction {
     const joint = extra.length === 0 ? this.traceBackward(run, collectTensors(result)) : null;
     graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
     const replayable = tracer.segment === 0 && extra.length === 0 && !this.isGeneratorFn;
-    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args, joint);
+    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args, joint, run.checking);
     handArgGrads(tracer, args, this.argNames);
     report.timings.total = performance.now() - t0;
     report.timings.codegen = run.codegen;
@@ -619,9 +619,10 @@ export class CompiledFunction {
   /**
    * Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies
    * their data. With `joint` (AOTAutograd) the graph holds the backward too: it is partitioned
-   * into a forward/backward pair, and the results get the pair's grad node.
+   * into a forward/backward pair, and the results get the pair's grad node. `checking`: the
+   * entry a check trace confirms; the same graph runs its program (nothing is compiled).
    */
-  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null, joint: JointTrace | null = null): { graph: Graph; program: Runnable | AotProgram | null; idMap: Map<number, number>; interpreted: string | null; key: string } {
+  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null, joint: JointTrace | null = null, checking: Entry | null = null): { graph: Graph; program: Runnable | AotProgram | null; idMap: Map<number, number>; interpreted: string | null; key: string } {
     // keep original ids reachable after passes renumber nodes: outputs keep their order
     const originalOutputs = [...graph.outputs];
     if (joint) graph.outputs = [...originalOutputs, ...joint.grads.map((g) => g.value)];
@@ -642,7 +643,11 @@ export class CompiledFunction {
       counters.graphsCompiled++;
       return p;
     };
-    if (joint && useProgram && dyn?.aot && !dyn.used && args && dyn.aot.nForward === originalOutputs.length && dyn.matches(optimized)) {
+    if (checking && checking.key === key) {
+      // the checked entry's program runs, on this trace's inputs (the same graph: the same order)
+      program = checking.program;
+      if (joint) runGraph = partitionJoint(optimized, originalOutputs.length).fwd;
+    } else if (joint && useProgram && dyn?.aot && !dyn.used && args && dyn.aot.nForward === originalOutputs.length && dyn.matches(optimized)) {
       // the dynamic forward/backward pair serves this call
       const part = dyn.aot.partition;
       runGraph = part.fwd;
