@@ -41,7 +41,7 @@ export function reference(model: ServeMlp, x: Float32Array, rows: number): Float
     for (let j = 0; j < o; j++) {
       let s = b2[j]!;
       for (let k = 0; k < h; k++) s += hid[k]! * w2[j * h + k]!;
-      out[r * o + j] = s * model.scale;
+      out[r * o + j] = s * model.knobs.scale;
     }
   }
   return out;
