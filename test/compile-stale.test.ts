@@ -119,3 +119,20 @@ test('setCheckNumerics(true) checks compiled outputs too: a NaN names the compil
     kiln.setCheckNumerics(false);
   }
 });
+
+test('reading a captured tensor\'s values while tracing is a graph break: a data-dependent op on a buffer never returns stale data', () => {
+  kiln.compiler.reset();
+  const mask = kiln.keep(kiln.tensor([1, 0, 1, 0], { dtype: 'float32' }));
+  const f = kiln.compile((x: kiln.Tensor) => kiln.indexSelect(x, 0, kiln.nonzero(mask).reshape([-1])).mul(2));
+  const x = kiln.tensor([10, 20, 30, 40], { dtype: 'float32' });
+  assert.deepEqual(Array.from(f(x).dataSync()), [20, 60]);
+  kiln.noGrad(() => mask.copy_(kiln.tensor([0, 1, 1, 1], { dtype: 'float32' })));
+  assert.deepEqual(Array.from(f(x).dataSync()), [40, 60, 80], 'the new mask is read');
+  const s = kiln.stats();
+  assert.ok(s.graphBreaks.some((b) => /read the values of a captured tensor/.test(b.reason)), JSON.stringify(s.graphBreaks));
+  // a value the trace computed itself, read twice, is one break
+  kiln.compiler.reset();
+  const g = kiln.compile((x: kiln.Tensor) => { const m = x.sum(); const a = m.item(); const b = m.item(); return x.mul(a + b); });
+  assert.deepEqual(Array.from(g(x).dataSync()), [2000, 4000, 6000, 8000]);
+  assert.equal(kiln.stats().graphBreaks.length, 1);
+});

@@ -699,6 +699,7 @@ export class CompiledFunction {
       for (const p of tracer.proxies.get(id) ?? []) {
         if (!p.isDisposed && p.trace?.id === id && p.trace.tracer === tracer) {
           p.materialize(out.storage, out.strides, out.offset);
+          tracer.materialized.add(p);
           if (joint && out.gradFn && p.requiresGrad) p.setGradFn(out.gradFn, out.gradSlot);
         }
       }

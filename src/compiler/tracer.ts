@@ -150,6 +150,19 @@ export class Tracer implements TraceHook {
     return this.onBreak(this, { reason, tensor: t })!;
   }
 
+  /**
+   * A captured tensor's values read while tracing (a data-dependent op on a parameter or
+   * buffer, an item() on a closure variable): baked into the graph they would be stale once
+   * the tensor changes, so this is a graph break and the function's code runs on every call.
+   * Values this trace computed itself (materialized at an earlier break) are its own.
+   */
+  readsConcrete(t: Tensor, reason: string): void {
+    if (!this.materialized.has(t.aliasOf ?? t)) this.onBreak(this, { reason });
+  }
+
+  /** proxies given their data at a graph break (reading them again is no new break) */
+  readonly materialized = new WeakSet<Tensor>();
+
   mutate(dst: Tensor, src: Tensor): void {
     let value = src;
     if (!shapesEqual(value.shape, dst.shape)) value = apply(expandPrim, [value], { shape: dst.shape });

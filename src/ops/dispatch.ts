@@ -41,6 +41,8 @@ export interface TraceHook {
   record<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, meta: OutMeta): Tensor;
   /** a read-out of a traced tensor: the tracer decides (graph break) and returns real data */
   concretize(t: Tensor, reason: string): TypedArray;
+  /** a read-out of a concrete tensor while tracing (a captured one's values would be frozen into the trace) */
+  readsConcrete(t: Tensor, reason: string): void;
   /** an in-place write of src into dst's memory */
   mutate(dst: Tensor, src: Tensor): void;
   /** a second handle on a traced value (`internal`: autograd's saved tensors, not the user's) */
@@ -185,6 +187,7 @@ export function readContiguous(t: Tensor, how = 'dataSync()'): TypedArray {
     if (!runtime.tracer) throw new ArgumentError('tensor has no data', 'read');
     return runtime.tracer.concretize(t, `${how} needs the value of a tensor ${fmtShape(t.shape)} (a tensor value was read)`);
   }
+  runtime.tracer?.readsConcrete(t, `${how} read the values of a captured tensor ${fmtShape(t.shape)}${t.name ? ` '${t.name}'` : ''}`);
   const src = t.storage.backend.readSync(t.storage.buf);
   const n = numel(t.shape);
   if (t.isContiguous) return src.slice(t.offset, t.offset + n);
