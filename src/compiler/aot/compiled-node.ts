@@ -9,7 +9,7 @@ import type { AutogradNode, Edge } from '../../autograd/node.js';
 import { AutogradError, fmtShape } from '../../core/errors.js';
 import { apply, runtime } from '../../ops/dispatch.js';
 import { zeros } from '../../ops/creation.js';
-import { contiguous } from '../../ops/movement.js';
+import { copy } from '../../ops/pointwise.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { Graph, TensorMeta } from '../graph.js';
 import { isContiguous } from '../../core/shape.js';
@@ -82,7 +82,7 @@ export class CompiledGradNode implements AutogradNode {
     // tangents arrive in any layout (a sum's gradient is an expanded view): the program reads them contiguous, as torch's AOTAutograd does
     const tangents = incoming.map((g, k) => {
       if (!g) return zeros(this.slots[k]!.shape, { dtype: this.slots[k]!.dtype });
-      return g.hasStorage && !(g.isContiguous && g.offset === 0) ? contiguous(g) : g;
+      return g.hasStorage && !(g.isContiguous && g.offset === 0) ? copy(g) : g;
     });
     const all = [...saved.map((t, i) => matchLayout(t, inputs[i]!.meta)), ...tangents];
     const grads = runtime.tracer && tangents.some((g) => !g.hasStorage) ? traceGraph(this.plan.bwdGraph, all) : this.plan.runBackward(all);
@@ -97,9 +97,9 @@ export class CompiledGradNode implements AutogradNode {
  * and every input of a dynamic program), or an input's own guarded strides.
  */
 function matchLayout(t: Tensor, meta: TensorMeta): Tensor {
-  if (isContiguous(meta.shape, meta.strides) && meta.offset === 0) return t.isContiguous && t.offset === 0 ? t : contiguous(t);
+  if (isContiguous(meta.shape, meta.strides) && meta.offset === 0) return t.isContiguous && t.offset === 0 ? t : copy(t);
   if (t.offset === meta.offset && t.strides.every((s, d) => s === meta.strides[d] || t.shape[d] === 1)) return t;
-  return contiguous(t);
+  return copy(t);
 }
 
 /** Records a graph's nodes into the running trace (a backward() inside compiled code reached this node). */
