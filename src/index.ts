@@ -2,6 +2,7 @@
 // features (files, native backends) live in 'kilnjs/node'.
 
 import './tensor/methods.js';
+import './tensor/methods-api.js';
 import { isTensor, Tensor } from './tensor/tensor.js';
 import { keep, scope as scopeImpl } from './tensor/scope.js';
 import { memoryStats } from './tensor/storage.js';
@@ -20,10 +21,21 @@ export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot, nonzero, mas
 export { conv1d, conv2d, convTranspose2d, maxPool2d, avgPool2d, type ConvPadding } from './ops/window.js';
 export { interpolate, adaptiveAvgPool1d, adaptiveAvgPool2d, adaptiveMaxPool2d, type InterpolateMode, type InterpolateOptions } from './ops/resize.js';
 export { groupNorm, rmsNorm } from './ops/normalization.js';
+export { linear, triu, tril, dropout, layerNorm, batchNorm, embedding, scaledDotProductAttention } from './ops/functional.js';
+// the torch API surface of docs/torch-api.md: activations, tensor ops, losses (math is in ops/math.js above)
+export { amax, amin, type ValuesIndices } from './ops/reduce.js';
+export { flip, roll, repeat, tile, repeatInterleave } from './ops/reorder.js';
+export { sort, argsort, topk, kthvalue, bucketize, unique, type UniqueOptions, type UniqueResult } from './ops/sorting.js';
+export { cumprod, cummax, cummin } from './ops/scan.js';
+export { norm, normalize, cosineSimilarity, cdist, type NormOrder } from './ops/norms.js';
+export { diag, trace, meshgrid, type MeshgridOptions } from './ops/matrix.js';
+export { einsum } from './ops/einsum.js';
+export { multinomial, randperm } from './ops/sampling.js';
+export { elu, selu, celu, hardtanh, relu6, hardsigmoid, hardswish, mish, logsigmoid, leakyRelu, prelu, glu } from './ops/activations.js';
 export {
-  linear, triu, tril, dropout, layerNorm, batchNorm, embedding, nllLoss, crossEntropy, mseLoss,
-  binaryCrossEntropyWithLogits, scaledDotProductAttention,
-} from './ops/functional.js';
+  nllLoss, crossEntropy, mseLoss, l1Loss, smoothL1Loss, huberLoss, klDiv, binaryCrossEntropy, binaryCrossEntropyWithLogits,
+  type Reduction, type KlDivReduction, type CrossEntropyOptions,
+} from './ops/losses.js';
 export { cast, copy as clone } from './ops/pointwise.js';
 export { assign } from './ops/inplace.js';
 export { setCheckNumerics, setDefaultBackend } from './ops/dispatch.js';

@@ -39,3 +39,16 @@ export { requestWebGpuBackend, type NodeWebGpuOptions } from './backend/webgpu/n
 export { exportArtifact as export, exportArtifact, loadArtifact as load, loadArtifact, type ExportOptions, type LoadOptions, type LoadedArtifact } from './compiler/cache/artifact.js';
 export { saveCache, loadCache } from './compiler/cache/bundle.js';
 export { ArtifactError } from './compiler/cache/errors.js';
+
+// serving (src/serve): Fastify and prom-client load only when a server starts
+export type { ServeOptions, KilnServer } from './serve/server.js';
+export type { Engine, EngineOutput, Mode as ServeMode, WarmupEntry } from './serve/engine.js';
+export type { ServableModule } from './serve/model-file.js';
+
+/** Starts `kilnjs serve` in this process (src/serve/server.ts); resolves once it listens (await `.ready` for warm-up). */
+export async function serve(opts: import('./serve/server.js').ServeOptions): Promise<import('./serve/server.js').KilnServer> {
+  return (await import('./serve/server.js')).serve(opts);
+}
+
+// a fleet's compile cache on Redis (src/compiler/cache/remote.ts)
+export { useRemoteCache, type RemoteCache, type RemoteCacheOptions, type RemoteCacheStats } from './compiler/cache/remote.js';

@@ -253,8 +253,9 @@ const cacheFacts = (o: Partial<CacheFacts> = {}): CacheFacts => ({
 test('checklist: pass/fail per item; the cache item checks the folder and the warm restart', () => {
   const c = checklist(vin());
   const by = Object.fromEntries(c.map((x) => [x.id, x.status]));
-  assert.deepEqual(by, { accuracy: 'pass', 'compiled-ran': 'pass', 'graph-breaks': 'pass', cache: 'unknown', 'warm-up': 'unknown', 'compile-time-metric': 'pass', 'eager-path': 'pass' });
-  assert.match(c.find((x) => x.id === 'cache')!.detail, /not checked: import 'kiln\/node'/);
+  assert.deepEqual(by, { accuracy: 'pass', 'compiled-ran': 'pass', 'graph-breaks': 'pass', cache: 'unknown', 'warm-up': 'unknown', serving: 'unknown', 'compile-time-metric': 'pass', 'eager-path': 'pass' });
+  assert.match(c.find((x) => x.id === 'serving')!.detail, /npx kilnjs serve model\.kiln/);
+  assert.match(c.find((x) => x.id === 'cache')!.detail, /not checked: import 'kilnjs\/node'/);
   assert.match(c.find((x) => x.id === 'warm-up')!.detail, /compiled\.warmup\(\[\[\.\.\.exampleArgs\]\]\)/);
   const cacheOf = (f: CacheFacts) => checklist(vin({ cache: f })).find((x) => x.id === 'cache')!;
   const ok = cacheOf(cacheFacts());

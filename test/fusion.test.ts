@@ -9,7 +9,7 @@ import { matchSnapshot } from './helpers/snapshot.js';
 
 function compileOnce<F extends (...a: kiln.Tensor[]) => unknown>(fn: F, ...args: kiln.Tensor[]) {
   kiln.compiler.reset();
-  const c = kiln.compile(fn, { fullgraph: true });
+  const c = kiln.compile(fn, { fullgraph: true, backend: 'js' });
   c(...(args as Parameters<F>));
   const g = c.compiled.report!.graphs[0]!;
   return { c, g, text: `${g.text}\n\nfusion decisions:\n${g.fusion}\n\n${g.program}` };
@@ -80,7 +80,7 @@ test('the plan never holds more than eager did at its peak (MLP example training
   kiln.scope(() => { step(data.xTrain, data.yTrain); });
   const eagerPeak = kiln.memory().peakBytes - base;
   kiln.compiler.reset();
-  const c = kiln.compile(step);
+  const c = kiln.compile(step, { backend: 'js' });
   kiln.scope(() => { c(data.xTrain, data.yTrain); });
   const planPeak = c.compiled.report!.graphs[0]!.peakBytes!;
   assert.ok(planPeak > 0);

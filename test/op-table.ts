@@ -15,6 +15,7 @@ import * as kiln from 'kilnjs';
 import * as R from './helpers/reference.js';
 import * as RL from './helpers/reference-layers.js';
 import type { ND } from './helpers/reference.js';
+import { REQUIRED_API_OPS, apiOpCases } from './op-table-api.js';
 
 export type Kiln = typeof kiln;
 export type Tensor = kiln.Tensor;
@@ -42,6 +43,8 @@ export interface OpCase {
   readonly tol?: Tol;
   /** gradcheck tolerance (default GRAD_TOL) */
   readonly gradTol?: Tol;
+  /** float32 gradients (compiled forward, backward outside) against float64 ones (default in compiled-grad-case.ts) */
+  readonly gradTol32?: Tol;
 }
 
 export const FLOAT32_TOL: Tol = { atol: 1e-5, rtol: 1e-5 };
@@ -173,7 +176,7 @@ const distinct: Gen = (r, s) => r.distinct(s);
 type Run1 = (k: Kiln, x: Tensor) => Tensor;
 
 /** A unary op on a contiguous 3-D tensor, a transposed view, a strided view and a 0-d tensor. */
-function unary(op: string, run: Run1, ref: (v: number) => number, o: { gen?: Gen; grad?: boolean; tol?: Tol; label?: string } = {}): OpCase[] {
+export function unary(op: string, run: Run1, ref: (v: number) => number, o: { gen?: Gen; grad?: boolean; tol?: Tol; label?: string } = {}): OpCase[] {
   const gen = o.gen ?? N;
   const name = o.label ?? op;
   const grad = o.grad === false ? [] : [0];
@@ -189,7 +192,7 @@ function unary(op: string, run: Run1, ref: (v: number) => number, o: { gen?: Gen
 type Run2 = (k: Kiln, a: kiln.Tensor | number, b: kiln.Tensor | number) => Tensor;
 
 /** A binary op: same shape, broadcasting both ways, non-contiguous operands, scalar operands. */
-function binary(op: string, run: Run2, ref: (a: number, b: number) => number, o: { genA?: Gen; genB?: Gen; scalar?: number; grad?: boolean; outDType?: DType; tol?: Tol; label?: string } = {}): OpCase[] {
+export function binary(op: string, run: Run2, ref: (a: number, b: number) => number, o: { genA?: Gen; genB?: Gen; scalar?: number; grad?: boolean; outDType?: DType; tol?: Tol; label?: string } = {}): OpCase[] {
   const gA = o.genA ?? N, gB = o.genB ?? N;
   const name = o.label ?? op;
   const s = o.scalar ?? 1.5;
@@ -243,7 +246,7 @@ function reduction(op: string, run: (k: Kiln, x: Tensor, dims: Dims, keepdim: bo
 }
 
 /** A single case. */
-function one(c: OpCase): OpCase[] {
+export function one(c: OpCase): OpCase[] {
   return [c];
 }
 
@@ -394,8 +397,8 @@ export const OP_TABLE: readonly OpCase[] = [
   }),
   ...reduction('mean', (k, x, d, kd) => k.mean(x, d, kd), R.mean),
   ...reduction('prod', (k, x, d, kd) => k.prod(x, d, kd), R.prod, { gen: (r, s) => r.uniform(s, 0.5, 1.5), variants: [[undefined, false], [1, false], [[0, 2], true]] }),
-  ...reduction('max', (k, x, d, kd) => k.max(x, d, kd), R.amax, { gen: distinct }),
-  ...reduction('min', (k, x, d, kd) => k.min(x, d, kd), R.amin, { gen: distinct }),
+  ...reduction('amax', (k, x, d, kd) => k.amax(x, d, kd), R.amax, { gen: distinct }),
+  ...reduction('amin', (k, x, d, kd) => k.amin(x, d, kd), R.amin, { gen: distinct }),
   ...reduction('argmax', (k, x, d, kd) => k.argmax(x, d as number | undefined, kd), (x, d, kd) => R.argmax(x, d as number | undefined, kd), {
     gen: distinct, grad: false, outDType: 'int32', variants: [[undefined, false], [1, false], [-1, true], [0, false]],
   }),
@@ -780,7 +783,7 @@ export const OP_TABLE: readonly OpCase[] = [
   }),
   ...one({
     name: 'max int32', op: 'max', grad: [], outDType: 'int32', make: (r) => [r.index(-100, 100, [3, 5])],
-    run: (k, [x]) => k.max(x!, 1, true), reference: ([x]) => R.amax(x!, 1, true),
+    run: (k, [x]) => k.max(x!, 1, true).values, reference: ([x]) => R.amax(x!, 1, true),
   }),
   ...one({
     name: 'linear 1-D input', op: 'linear', grad: [0, 1, 2], make: (r) => [r.randn([4]), r.randn([3, 4]), r.randn([3])],
@@ -961,6 +964,8 @@ export const OP_TABLE: readonly OpCase[] = [
     name: 'sdpa float mask + scale', op: 'scaledDotProductAttention', grad: [0, 1, 2, 3], make: (r) => [r.randn([2, 3, 4]), r.randn([2, 5, 4]), r.randn([2, 5, 3]), r.randn([3, 5])],
     run: (k, [q, kk, v, m]) => k.scaledDotProductAttention(q!, kk!, v!, { attnMask: m, scale: 0.3 }), reference: ([q, kk, v, m]) => R.sdpa(q!, kk!, v!, { mask: m, scale: 0.3 }),
   }),
+  // the torch API surface of docs/torch-api.md (math, activations, tensor ops, losses)
+  ...apiOpCases({ unary, binary, one, N, away0, positive, distinct }),
 ];
 
 /** int32 class targets in [0, classes) with about a third replaced by `ignore` (at least one kept). */
@@ -982,6 +987,7 @@ export const REQUIRED_OPS: readonly string[] = [
   'matmul', 'linear', 'conv2d', 'maxPool2d', 'avgPool2d',
   'gather', 'indexSelect', 'embedding', 'scatterAdd', 'cat', 'stack', 'split', 'chunk', 'triu', 'tril', 'oneHot', 'dropout',
   'layerNorm', 'batchNorm', 'crossEntropy', 'nllLoss', 'mseLoss', 'binaryCrossEntropyWithLogits', 'scaledDotProductAttention',
+  ...REQUIRED_API_OPS,
 ];
 
 // ---- running and checking a case --------------------------------------------------------

@@ -396,7 +396,8 @@ export async function checkOpsParity(dir: string, mode: ParityMode): Promise<Par
 /** eager, or compiled on each CPU backend ('compiled' is the JS renderer) */
 type ParityMode = 'eager' | 'compiled' | 'native' | 'wasm';
 const MODES: ParityMode[] = ['eager', 'compiled', 'wasm', 'native'];
-const backendOf = (mode: ParityMode): string | undefined => (mode === 'native' || mode === 'wasm' ? mode : undefined);
+// 'compiled' is the JS renderer (named: the default backend is 'auto'); native and wasm as named
+const backendOf = (mode: ParityMode): string => (mode === 'native' || mode === 'wasm' ? mode : 'js');
 const skipFor = (fixture: string, mode: ParityMode): string | false => {
   if (!haveFixture(FIXTURE_DIR, fixture)) return SKIP;
   const why = mode === 'native' ? nativeUnavailableReason() : null;

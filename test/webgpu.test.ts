@@ -25,9 +25,9 @@ const { cpu, gpu, skip } = await webGpuForTests();
 const base = baseSeed();
 const RANDOM = /dropout/;
 /** cases that read tensor values while they run (oneHot infers its class count): a sync read */
-const READS_DATA = /oneHot.*infer|oneHot$/;
-/** ops with no WebGPU kernel yet (WebGpuUnsupportedError): none today; kept so a new gap is named */
-const UNSUPPORTED_OPS = new Set<string>();
+const READS_DATA = /oneHot.*infer|oneHot$|\(reads data\)/;
+/** ops with no WebGPU kernel yet (WebGpuUnsupportedError): sort (sort, argsort, topk, ...) and scan (cumprod, cummax, cummin) */
+const UNSUPPORTED_OPS = new Set<string>(['sort', 'scan']);
 
 const onCpu = <T>(fn: () => T): T => {
   kiln.setDefaultBackend(cpu);

@@ -190,11 +190,11 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
 export async function main(argv: readonly string[], io: Io = stdio): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
-    io.out(`kiln: command line tools for kiln\n\ncommands:\n  advise    measure a workload eager vs compiled and decide whether compiling pays off\n\n${HELP}`);
+    io.out(`kiln: command line tools for kiln\n\ncommands:\n  advise    measure a workload eager vs compiled and decide whether compiling pays off\n  serve     serve a model over HTTP, compiled, with warm-up, batching, canary and metrics (kilnjs serve --help)\n  cache     save | load | dir: move the persistent compile cache between machines\n\n${HELP}`);
     return cmd === undefined ? 2 : 0;
   }
   if (cmd !== 'advise') {
-    io.err(`kiln: unknown command '${cmd}' (commands: advise; see kiln --help)`);
+    io.err(`kiln: unknown command '${cmd}' (commands: advise, serve, cache; see kiln --help)`);
     return 2;
   }
   if (rest.includes('-h') || rest.includes('--help')) {

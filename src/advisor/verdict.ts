@@ -592,10 +592,16 @@ export function checklist(i: VerdictInput): CheckItem[] {
         (i.cache?.status === 'ok' && i.cache.warmMs !== null && i.cache.coldMs !== null ? `; in a restarted process ${ms(i.cache.warmMs)} warm cache vs ${ms(i.cache.coldMs)} cold (first ${i.cache.calls} call(s))` : ''),
     },
     {
+      id: 'serving',
+      item: 'served with warm-up, readiness, metrics, canary and rollback',
+      status: 'unknown',
+      detail: 'the advisor cannot see your deployment: `npx kilnjs serve model.kiln` (an artifact from kiln.export) or `npx kilnjs serve model.ts --weights model.safetensors` compiles every batch bucket before /readyz answers 200, batches requests into those buckets (varying sizes never recompile), exports compile time, recompiles, graph breaks, fallbacks and cache hits on /metrics, shadows a fraction of batches eagerly and switches itself to eager past a mismatch threshold (POST /admin/mode switches back), and drains on SIGTERM; --remote-cache redis://... lets a fleet start warm (README: Serving)',
+    },
+    {
       id: 'compile-time-metric',
       item: 'compile time exported as a metric',
       status: 'pass',
-      detail: `kiln.stats().compileTimeMs is available (${ms(i.compileTimeMs)} here): export it with your service metrics`,
+      detail: `kiln.stats().compileTimeMs is available (${ms(i.compileTimeMs)} here): export it with your service metrics (kilnjs serve exports it on /metrics as kiln_compile_seconds_total)`,
     },
     {
       id: 'eager-path',

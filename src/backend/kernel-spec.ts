@@ -16,6 +16,8 @@ export interface ViewArg {
 }
 
 export type ReduceOp = 'sum' | 'prod' | 'max' | 'min' | 'argmax' | 'argmin';
+/** a running product, or the index of the running max / min (ties and NaN: torch's cummax / cummin) */
+export type ScanOp = 'prod' | 'argmax' | 'argmin';
 
 export type KernelSpec =
   | { readonly kind: 'pointwise'; readonly expr: ScalarExpr; readonly outDType: DType; readonly nInputs: number; readonly ndim: number }
@@ -28,6 +30,9 @@ export type KernelSpec =
   | { readonly kind: 'im2col'; readonly dtype: DType }
   | { readonly kind: 'col2im'; readonly dtype: DType }
   | { readonly kind: 'cumsum'; readonly dtype: DType }
+  | { readonly kind: 'scan'; readonly op: ScanOp; readonly dtype: DType }
+  /** int32 indices that sort each row (stable; NaN sorts as the largest value, as in torch) */
+  | { readonly kind: 'sort'; readonly dtype: DType; readonly descending: boolean }
   /** 'integer': floor(u * (high - low) + low) of the uniform stream, computed in float64 (randint) */
   | { readonly kind: 'random'; readonly dist: RandomDist; readonly dtype: DType }
   /** a fused kernel from the compiler's loop IR, over a program's buffer list */
@@ -45,6 +50,15 @@ export interface WindowGeometry {
   readonly padValue: number;
 }
 
+/** A kernel along the middle dim of contiguous [outer, len, inner] data (cumsum, scan, sort). */
+export interface AlongDimArgs {
+  readonly input: ViewArg;
+  readonly out: ViewArg;
+  readonly outer: number;
+  readonly len: number;
+  readonly inner: number;
+}
+
 export type KernelArgs =
   | { readonly kind: 'pointwise'; readonly out: ViewArg; readonly inputs: readonly ViewArg[]; readonly shape: readonly number[]; readonly params: readonly number[] }
   | { readonly kind: 'reduce'; readonly input: ViewArg; readonly out: ViewArg; readonly keepShape: readonly number[]; readonly reduceShape: readonly number[] }
@@ -57,7 +71,9 @@ export type KernelArgs =
   | { readonly kind: 'indexSelect'; readonly input: ViewArg; readonly index: ViewArg; readonly out: ViewArg; readonly outer: number; readonly inDim: number; readonly inner: number; readonly count: number }
   | { readonly kind: 'indexAdd'; readonly src: ViewArg; readonly index: ViewArg; readonly out: ViewArg; readonly outer: number; readonly outDim: number; readonly inner: number; readonly count: number }
   | { readonly kind: 'im2col' | 'col2im'; readonly image: ViewArg; readonly cols: ViewArg; readonly geom: WindowGeometry }
-  | { readonly kind: 'cumsum'; readonly input: ViewArg; readonly out: ViewArg; readonly outer: number; readonly len: number; readonly inner: number }
+  | ({ readonly kind: 'cumsum' } & AlongDimArgs)
+  | ({ readonly kind: 'scan' } & AlongDimArgs)
+  | ({ readonly kind: 'sort' } & AlongDimArgs)
   | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number; readonly low?: number; readonly high?: number }
   /** `range`: run only [lo, hi) of the kernel's split loop, on this thread (autotuning) */
   | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[]; readonly range?: readonly [number, number] };

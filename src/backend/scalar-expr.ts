@@ -8,10 +8,12 @@ export const UNARY_OPS = [
   'neg', 'abs', 'exp', 'log', 'log1p', 'expm1', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
   'relu', 'gelu', 'geluTanh', 'silu', 'softplus', 'erf', 'sign', 'floor', 'ceil', 'round',
   'reciprocal', 'logicalNot', 'isnan', 'isinf', 'identity',
+  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'trunc',
 ] as const;
 export const BINARY_OPS = [
   'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge',
   'logicalAnd', 'logicalOr', 'logicalXor',
+  'atan2', 'fmod', 'hypot',
 ] as const;
 export const TERNARY_OPS = ['where'] as const;
 
@@ -31,6 +33,7 @@ const BOOL_RESULT = new Set<ScalarOp>(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logi
 const FLOAT_RESULT = new Set<ScalarOp>([
   'exp', 'log', 'log1p', 'expm1', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'gelu', 'geluTanh',
   'silu', 'softplus', 'erf', 'reciprocal', 'div',
+  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'hypot',
 ]);
 
 export function isBoolResult(op: ScalarOp): boolean {

@@ -25,10 +25,10 @@ export interface BucketSpec {
 }
 
 /** Where the padded rows of a value are: indices >= n * factor along `axis`. */
-interface Pad { readonly axis: number; readonly factor: number }
+export interface Pad { readonly axis: number; readonly factor: number }
 
 interface State {
-  verdict: { ok: true; leaves: (Pad | null)[] } | { ok: false; reason: string } | null;
+  verdict: RowVerdict | null;
   hits: Map<number, { hits: number; sizes: Set<number> }>;
   last: { size: number; bucket: number } | null;
 }
@@ -131,16 +131,29 @@ export function bucketSummary(state: unknown): { bucket: number; hits: number; s
 }
 
 /** Traces at a padded size (proxies only) and finds the padded axis of every value. */
-function analyse(cf: Host, args: unknown[], path: string, dim: number, size: number): NonNullable<State['verdict']> {
+function analyse(cf: Host, args: unknown[], path: string, dim: number, size: number): RowVerdict {
   let g: Graph, leaves: number[];
   try {
     ({ graph: g, leaves } = probeGraph({ fn: cf.traced, args, names: cf.parameterNames, name: cf.name }, new Map([[dimKey(path, dim), size]])));
   } catch (e) {
     return { ok: false, reason: `tracing at a bucket size failed: ${(e as Error).message}` };
   }
+  return rowAxes(g, leaves, new Set([path]), dim);
+}
+
+export type RowVerdict = { ok: true; leaves: (Pad | null)[] } | { ok: false; reason: string };
+
+/**
+ * Whether the rows along `dim` of the arguments at `paths` stay separate through graph `g`:
+ * every output row depends only on the matching input rows (so padded rows stay a suffix that
+ * never reaches real ones, and rows of different requests batched together never mix), and
+ * for each output leaf (`leaves`: indices into g.outputs) the axis and factor of its rows (null:
+ * no rows of the arguments). Padding to a bucket and a server's batching both rely on it.
+ */
+export function rowAxes(g: Graph, leaves: readonly number[], paths: ReadonlySet<string>, dim: number): RowVerdict {
   const pads = new Map<number, Pad | null>();
   try {
-    for (const nd of g.nodes) pads.set(nd.id, padOf(nd, g, pads, path, dim));
+    for (const nd of g.nodes) pads.set(nd.id, padOf(nd, g, pads, paths, dim));
   } catch (e) {
     return { ok: false, reason: (e as Error).message };
   }
@@ -151,8 +164,8 @@ function analyse(cf: Host, args: unknown[], path: string, dim: number, size: num
 
 class Mix extends Error {}
 
-function padOf(n: GraphNode, g: Graph, pads: ReadonlyMap<number, Pad | null>, path: string, dim: number): Pad | null {
-  if (n.op === 'input') return n.source?.kind === 'arg' && n.source.path === path ? { axis: dim, factor: 1 } : null;
+function padOf(n: GraphNode, g: Graph, pads: ReadonlyMap<number, Pad | null>, paths: ReadonlySet<string>, dim: number): Pad | null {
+  if (n.op === 'input') return n.source?.kind === 'arg' && paths.has(n.source.path) ? { axis: dim, factor: 1 } : null;
   const ins = n.inputs.map((i) => pads.get(i) ?? null);
   if (ins.every((p) => p === null)) return null;
   const where = `%${n.id} (${n.op}${(n.attrs as { op?: string } | undefined)?.op ? ` ${(n.attrs as { op: string }).op}` : ''})`;

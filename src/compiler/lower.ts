@@ -23,9 +23,12 @@ import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseK
 import { kernelLoadExprs, kernelLoads, kernelStores, someLeaf } from './loop-ir.js';
 
 const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]);
-const VIEWS = new Set(['reshape', 'permute', 'expand', 'slice']);
+export const VIEWS: ReadonlySet<string> = new Set(['reshape', 'permute', 'expand', 'slice']);
 const REDUCTIONS = new Set(['sum', 'prod', 'max', 'min', 'argmax', 'argmin']);
-const EXPENSIVE = new Set(['exp', 'log', 'log1p', 'expm1', 'tanh', 'sigmoid', 'gelu', 'geluTanh', 'silu', 'softplus', 'erf', 'pow', 'sin', 'cos', 'sqrt', 'rsqrt']);
+const EXPENSIVE = new Set([
+  'exp', 'log', 'log1p', 'expm1', 'tanh', 'sigmoid', 'gelu', 'geluTanh', 'silu', 'softplus', 'erf', 'pow', 'sin', 'cos', 'sqrt', 'rsqrt',
+  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'hypot',
+]);
 
 export function isPointwiseNode(n: GraphNode): boolean {
   return SCALAR_OPS.has(n.op) || n.op === 'cast' || n.op === 'full';

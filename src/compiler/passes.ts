@@ -46,8 +46,10 @@ export function deadCodeElimination(g: Graph): Graph {
   g.outputs.forEach(mark);
   g.mutations.forEach((m) => (mark(m.value), mark(m.target)));
   g.gradEffects.forEach((e) => (mark(e.leaf), e.value !== null && mark(e.value)));
-  // inputs stay: they are bound by position
-  return rebuild(g, (n) => live.has(n.id) || n.op === 'input', new Map());
+  // inputs stay (they are bound by position), but an argument's .grad nothing reads (it was
+  // captured in case a backward inside the function accumulates into it) goes with its guard
+  const optional = (n: GraphNode) => n.source?.kind === 'arg' && n.source.grad === true;
+  return rebuild(g, (n) => live.has(n.id) || (n.op === 'input' && !optional(n)), new Map());
 }
 
 export function commonSubexpressionElimination(g: Graph): Graph {

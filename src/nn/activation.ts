@@ -3,9 +3,12 @@
 
 import type { Tensor } from '../tensor/tensor.js';
 import * as m from '../ops/math.js';
+import * as act from '../ops/activations.js';
+import { full } from '../ops/creation.js';
 import { logSoftmax, softmax } from '../ops/reduce.js';
 import { Module } from './module.js';
 import { fmtNum } from './layer-norm.js';
+import { checkSize } from './linear.js';
 
 export class Identity extends Module {
   forward(x: Tensor): Tensor {
@@ -74,7 +77,7 @@ export class LeakyReLU extends Module {
     this.negativeSlope = negativeSlope;
   }
   forward(x: Tensor): Tensor {
-    return m.where(m.ge(x, 0), x, m.mul(x, this.negativeSlope));
+    return act.leakyRelu(x, this.negativeSlope);
   }
   override extraRepr(): string {
     return `negative_slope=${fmtNum(this.negativeSlope)}`;
@@ -99,6 +102,108 @@ export class LogSoftmax extends Module {
   }
   forward(x: Tensor): Tensor {
     return logSoftmax(x, this.dim);
+  }
+  override extraRepr(): string {
+    return `dim=${this.dim}`;
+  }
+}
+
+export class ELU extends Module {
+  constructor(readonly alpha = 1) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return act.elu(x, this.alpha);
+  }
+  override extraRepr(): string {
+    return `alpha=${fmtNum(this.alpha)}`;
+  }
+}
+
+export class SELU extends Module {
+  forward(x: Tensor): Tensor {
+    return act.selu(x);
+  }
+}
+
+export class CELU extends Module {
+  constructor(readonly alpha = 1) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return act.celu(x, this.alpha);
+  }
+  override extraRepr(): string {
+    return `alpha=${fmtNum(this.alpha)}`;
+  }
+}
+
+export class Hardtanh extends Module {
+  constructor(readonly minVal = -1, readonly maxVal = 1) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return act.hardtanh(x, this.minVal, this.maxVal);
+  }
+  override extraRepr(): string {
+    return `min_val=${fmtNum(this.minVal)}, max_val=${fmtNum(this.maxVal)}`;
+  }
+}
+
+export class ReLU6 extends Module {
+  forward(x: Tensor): Tensor {
+    return act.relu6(x);
+  }
+}
+
+export class Hardsigmoid extends Module {
+  forward(x: Tensor): Tensor {
+    return act.hardsigmoid(x);
+  }
+}
+
+export class Hardswish extends Module {
+  forward(x: Tensor): Tensor {
+    return act.hardswish(x);
+  }
+}
+
+export class Mish extends Module {
+  forward(x: Tensor): Tensor {
+    return act.mish(x);
+  }
+}
+
+export class LogSigmoid extends Module {
+  forward(x: Tensor): Tensor {
+    return act.logsigmoid(x);
+  }
+}
+
+/** One learned negative slope per channel (numParameters = channels) or one shared (1), initialized to `init`. */
+export class PReLU extends Module {
+  readonly numParameters: number;
+  weight: Tensor;
+  constructor(numParameters = 1, init = 0.25, opts: { dtype?: 'float32' | 'float64' } = {}) {
+    super();
+    checkSize('PReLU', 'numParameters', numParameters, false);
+    this.numParameters = numParameters;
+    this.weight = this.registerParameter('weight', full([numParameters], init, { dtype: opts.dtype ?? 'float32' }));
+  }
+  forward(x: Tensor): Tensor {
+    return act.prelu(x, this.weight);
+  }
+  override extraRepr(): string {
+    return `num_parameters=${this.numParameters}`;
+  }
+}
+
+export class GLU extends Module {
+  constructor(readonly dim = -1) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return act.glu(x, this.dim);
   }
   override extraRepr(): string {
     return `dim=${this.dim}`;

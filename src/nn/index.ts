@@ -14,8 +14,12 @@ export { EmbeddingBag, type EmbeddingBagMode, type EmbeddingBagOptions } from '.
 export { LayerNorm, type LayerNormOptions } from './layer-norm.js';
 export { BatchNorm1d, BatchNorm2d, type BatchNormOptions } from './batch-norm.js';
 export { Dropout } from './dropout.js';
-export { Identity, ReLU, GELU, SiLU, Sigmoid, Tanh, Softplus, LeakyReLU, Softmax, LogSoftmax } from './activation.js';
+export {
+  Identity, ReLU, GELU, SiLU, Sigmoid, Tanh, Softplus, LeakyReLU, Softmax, LogSoftmax,
+  ELU, SELU, CELU, Hardtanh, ReLU6, Hardsigmoid, Hardswish, Mish, LogSigmoid, PReLU, GLU,
+} from './activation.js';
 export { Flatten, Unflatten } from './flatten.js';
+export { L1Loss, MSELoss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss, CrossEntropyLoss, BCELoss, BCEWithLogitsLoss } from './loss.js';
 export { Sequential, ModuleList, ModuleDict } from './container.js';
 export { MultiheadAttention, type MultiheadAttentionOptions, type AttentionCallOptions } from './attention.js';
 export * as init from './init.js';

@@ -1,4 +1,5 @@
-// Neural-network functions as decompositions into primitives (torch.nn.functional).
+// Neural-network functions as decompositions into primitives (torch.nn.functional); the losses
+// are in losses.ts, the activations in activations.ts.
 
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 
@@ -7,11 +8,11 @@ import type { Tensor } from '../tensor/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import * as m from './math.js';
 import { arange, rand } from './creation.js';
-import { gather, indexSelect } from './indexing.js';
+import { indexSelect } from './indexing.js';
 import { matmul } from './linalg.js';
 import { reshape, transpose, unsqueeze } from './movement.js';
 import { cast } from './pointwise.js';
-import { logSoftmax, mean, softmax, sum } from './reduce.js';
+import { mean, softmax } from './reduce.js';
 
 /** y = x W^T + b, with W [out, in] as in torch. */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
@@ -122,95 +123,6 @@ export function embedding(indices: Tensor, weight: Tensor): Tensor {
   if (weight.ndim !== 2) throw new ShapeError(`weight must be [num, dim], got ${fmtShape(weight.shape)}`, 'embedding');
   const flat = indexSelect(weight, 0, reshape(indices, [-1]));
   return reshape(flat, [...indices.shape, weight.shape[1]!]);
-}
-
-export type Reduction = 'mean' | 'sum' | 'none';
-
-function reduceLoss(l: Tensor, reduction: Reduction, op: string): Tensor {
-  if (reduction === 'none') return l;
-  if (reduction === 'sum') return sum(l);
-  if (reduction === 'mean') return mean(l);
-  throw new ArgumentError(`reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`, op);
-}
-
-/** Negative log likelihood over log-probabilities [N, C] (or [N, C, ...]) and int32 targets. */
-export function nllLoss(logProbs: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number } = {}): Tensor {
-  expectTensor('nllLoss', logProbs, 'logProbs');
-  expectTensor('nllLoss', target, 'target');
-  if (target.dtype !== 'int32') throw new DTypeError(`target must hold int32 class indices, got ${target.dtype}`, 'nllLoss', 'cast with .int()');
-  if (logProbs.ndim < 1) throw new ShapeError(`input must be [N, C], got ${fmtShape(logProbs.shape)}`, 'nllLoss');
-  const lp = logProbs.ndim === 1 ? unsqueeze(logProbs, 0) : logProbs;
-  const tg = logProbs.ndim === 1 ? unsqueeze(target, 0) : target;
-  const expected = [lp.shape[0]!, ...lp.shape.slice(2)];
-  if (tg.ndim !== expected.length || tg.shape.some((s, i) => s !== expected[i])) {
-    throw new ShapeError(`target ${fmtShape(target.shape)} does not match input ${fmtShape(logProbs.shape)} (expected ${fmtShape(expected)})`, 'nllLoss', 'targets are class indices, one per sample');
-  }
-  const ignore = opts.ignoreIndex ?? -100;
-  const valid = m.ne(tg, ignore);
-  const safeTarget = m.where(valid, tg, 0);
-  const picked = reshape(gather(lp, 1, unsqueeze(safeTarget, 1)), tg.shape);
-  let w: Tensor = cast(valid, lp.dtype);
-  if (opts.weight) w = m.mul(w, embeddingWeights(opts.weight, safeTarget));
-  const losses = m.neg(m.mul(picked, w));
-  const reduction = opts.reduction ?? 'mean';
-  if (reduction === 'mean') return m.div(sum(losses), sum(w));
-  return reduceLoss(losses, reduction, 'nllLoss');
-}
-
-function embeddingWeights(weight: Tensor, target: Tensor): Tensor {
-  return reshape(indexSelect(weight, 0, reshape(target, [-1])), target.shape);
-}
-
-/** Cross entropy from logits [N, C] (or [N, C, ...]) and int32 class targets, with label smoothing. */
-export function crossEntropy(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number; labelSmoothing?: number } = {}): Tensor {
-  expectTensor('crossEntropy', logits, 'logits');
-  expectTensor('crossEntropy', target, 'target');
-  const classDim = logits.ndim === 1 ? 0 : 1;
-  const lsm = logSoftmax(logits, classDim);
-  const ls = opts.labelSmoothing ?? 0;
-  const nll = nllLoss(lsm, target, { ...opts, labelSmoothing: undefined } as never);
-  if (ls === 0) return nll;
-  // torch: smooth_i = -sum_c w_c lsm[i, c], zero where the target is ignored; 'mean' divides
-  // by the total weight of the non-ignored targets (as nll_loss does)
-  const nClasses = logits.shape[classDim]!;
-  const wShape = lsm.shape.map((s, d) => (d === classDim ? s : 1));
-  const weighted = opts.weight ? m.mul(lsm, reshape(opts.weight, wShape)) : lsm;
-  const valid = m.ne(target, opts.ignoreIndex ?? -100);
-  const smooth = m.where(valid, m.neg(sum(weighted, classDim)), 0);
-  const reduction = opts.reduction ?? 'mean';
-  let smoothLoss: Tensor;
-  if (reduction === 'mean') {
-    const w = opts.weight ? m.where(valid, embeddingWeights(opts.weight, m.where(valid, target, 0)), 0) : cast(valid, lsm.dtype);
-    smoothLoss = m.div(sum(smooth), sum(w));
-  } else smoothLoss = reduceLoss(smooth, reduction, 'crossEntropy');
-  return m.add(m.mul(nll, 1 - ls), m.mul(smoothLoss, ls / nClasses));
-}
-
-export function mseLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {
-  expectTensor('mseLoss', input, 'input');
-  expectTensor('mseLoss', target, 'target');
-  const d = m.sub(input, target);
-  return reduceLoss(m.mul(d, d), opts.reduction ?? 'mean', 'mseLoss');
-}
-
-/** Binary cross entropy on logits, in the stable form max(x,0) - x*y + log(1 + exp(-|x|)). */
-export function binaryCrossEntropyWithLogits(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; posWeight?: Tensor | null } = {}): Tensor {
-  expectTensor('binaryCrossEntropyWithLogits', logits, 'logits');
-  expectTensor('binaryCrossEntropyWithLogits', target, 'target');
-  if (logits.shape.length !== target.shape.length || logits.shape.some((s, i) => s !== target.shape[i])) {
-    throw new ShapeError(`logits ${fmtShape(logits.shape)} and target ${fmtShape(target.shape)} must have the same shape`, 'binaryCrossEntropyWithLogits');
-  }
-  const y = cast(target, logits.dtype);
-  const softplusNeg = m.add(m.relu(m.neg(logits)), m.log1p(m.exp(m.neg(m.abs(logits))))); // log(1 + e^-x)
-  let l: Tensor;
-  if (opts.posWeight) {
-    // (1 - y) x + (1 + (pw - 1) y) softplus(-x)
-    const coef = m.add(m.mul(m.sub(opts.posWeight, 1), y), 1);
-    l = m.add(m.mul(m.sub(1, y), logits), m.mul(coef, softplusNeg));
-  } else {
-    l = m.add(m.mul(m.sub(1, y), logits), softplusNeg);
-  }
-  return reduceLoss(l, opts.reduction ?? 'mean', 'binaryCrossEntropyWithLogits');
 }
 
 /** softmax(q k^T / sqrt(d) + mask) v over [..., L, D]; isCausal masks future positions. */

@@ -46,6 +46,37 @@ export const reciprocal = (a: Tensor): Tensor => pointwise('reciprocal', [a]);
 export const isnan = (a: Tensor): Tensor => pointwise('isnan', [a]);
 export const isinf = (a: Tensor): Tensor => pointwise('isinf', [a]);
 export const square = (a: Tensor): Tensor => pointwise('mul', [a, a]);
+export const tan = (a: Tensor): Tensor => pointwise('tan', [a]);
+export const atan = (a: Tensor): Tensor => pointwise('atan', [a]);
+export const asin = (a: Tensor): Tensor => pointwise('asin', [a]);
+export const acos = (a: Tensor): Tensor => pointwise('acos', [a]);
+export const sinh = (a: Tensor): Tensor => pointwise('sinh', [a]);
+export const cosh = (a: Tensor): Tensor => pointwise('cosh', [a]);
+export const log2 = (a: Tensor): Tensor => pointwise('log2', [a]);
+export const log10 = (a: Tensor): Tensor => pointwise('log10', [a]);
+export const trunc = (a: Tensor): Tensor => pointwise('trunc', [a]);
+/** atan2(a, b): the angle of the point (b, a), in (-pi, pi] */
+export const atan2 = (a: Operand, b: Operand): Tensor => pointwise('atan2', [a, b]);
+/** C's fmod: a - b trunc(a / b), with the sign of a (torch.fmod) */
+export const fmod = (a: Operand, b: Operand): Tensor => pointwise('fmod', [a, b]);
+export const hypot = (a: Operand, b: Operand): Tensor => pointwise('hypot', [a, b]);
+
+/** Python's modulo: a - b floor(a / b), with the sign of b (torch.remainder, computed as torch does from fmod). */
+export function remainder(a: Operand, b: Operand): Tensor {
+  const r = fmod(a, b);
+  const bNegative = typeof b === 'number' || typeof b === 'boolean' ? Number(b) < 0 : lt(b, 0);
+  return where(logicalAnd(ne(r, 0), ne(lt(r, 0), bNegative)), add(r, b), r);
+}
+
+/** start + weight (end - start), in torch's two-sided form (exact at weight 0 and 1). */
+export function lerp(start: Tensor, end: Tensor, weight: Operand): Tensor {
+  const diff = sub(end, start);
+  if (typeof weight !== 'object') {
+    const w = Number(weight);
+    return Math.abs(w) < 0.5 ? add(start, mul(diff, w)) : sub(end, mul(diff, 1 - w));
+  }
+  return where(lt(abs(weight), 0.5), add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))));
+}
 
 /** GELU; approximate 'tanh' uses the tanh formula (as torch's approximate='tanh'). */
 export const gelu = (a: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor =>

@@ -7,6 +7,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import * as m from './math.js';
 import { cast, type PointwiseAttrs } from './pointwise.js';
 import { sumToShape } from './movement.js';
+import { zerosLike } from './creation.js';
 
 type Ctx = BackwardContext<PointwiseAttrs>;
 type Value = Tensor | number;
@@ -54,10 +55,11 @@ const RULES: Partial<Record<ScalarOp, OperandGrads>> = {
   },
   softplus: (g, [a]) => [m.mul(g, m.where(m.gt(a!, 20), 1, m.sigmoid(a as Tensor)))],
   erf: (g, [a]) => [m.mul(g, m.mul(m.exp(m.neg(m.mul(a!, a!))), 2 / Math.sqrt(Math.PI)))],
-  sign: () => [null],
-  floor: () => [null],
-  ceil: () => [null],
-  round: () => [null],
+  // piecewise constant: a zero gradient, as torch gives (its .grad is zeros, not absent)
+  sign: (g) => [zerosLike(g)],
+  floor: (g) => [zerosLike(g)],
+  ceil: (g) => [zerosLike(g)],
+  round: (g) => [zerosLike(g)],
   reciprocal: (g, [a]) => [m.neg(m.div(g, m.mul(a!, a!)))],
   add: (g) => [g, g],
   sub: (g) => [g, m.neg(g)],
@@ -75,7 +77,28 @@ const RULES: Partial<Record<ScalarOp, OperandGrads>> = {
   maximum: (g, [a, b]) => tieSplit(g, m.gt(a!, b!), m.eq(a!, b!)),
   minimum: (g, [a, b]) => tieSplit(g, m.lt(a!, b!), m.eq(a!, b!)),
   where: (g, [c]) => [null, m.where(c!, g, 0), m.where(c!, 0, g)],
+  tan: (g, _x, out) => [m.mul(g, m.add(m.mul(out!, out!), 1))],
+  atan: (g, [a]) => [m.div(g, m.add(m.mul(a!, a!), 1))],
+  asin: (g, [a]) => [m.mul(g, m.rsqrt(m.sub(1, m.mul(a!, a!))))],
+  acos: (g, [a]) => [m.neg(m.mul(g, m.rsqrt(m.sub(1, m.mul(a!, a!)))))],
+  sinh: (g, [a]) => [m.mul(g, m.cosh(a as Tensor))],
+  cosh: (g, [a]) => [m.mul(g, m.sinh(a as Tensor))],
+  log2: (g, [a]) => [m.div(g, m.mul(a!, Math.LN2))],
+  log10: (g, [a]) => [m.div(g, m.mul(a!, Math.LN10))],
+  trunc: (g) => [zerosLike(g)],
+  atan2: (g, [a, b]) => {
+    const r2 = m.add(square(a!), square(b!));
+    return [m.mul(g, m.div(b!, r2)), m.neg(m.mul(g, m.div(a!, r2)))];
+  },
+  // a JS-number operand gets no gradient
+  fmod: (g, [a, b]) => [g, typeof b === 'number' ? null : m.neg(m.mul(g, m.trunc(m.div(a!, b))))],
+  hypot: (g, [a, b], out) => [m.mul(g, m.div(a!, out!)), m.mul(g, m.div(b!, out!))],
 };
+
+/** v * v for a tensor or a JS number (one of two operands may be a number). */
+function square(v: Value): Value {
+  return typeof v === 'number' ? v * v : m.mul(v, v);
+}
 
 /** Gradient of max/min: to the winner, split in half at ties (as torch does). */
 function tieSplit(g: Tensor, aWins: Tensor, tie: Tensor): Tensor[] {

@@ -27,6 +27,8 @@ export interface PointwiseAttrs {
 }
 
 const prims = new Map<ScalarOp, PrimDef<PointwiseAttrs>>();
+/** ops whose gradient reads their output (pointwise-grads.ts) */
+const SAVES_OUTPUT = new Set<ScalarOp>(['exp', 'tanh', 'sigmoid', 'sqrt', 'rsqrt', 'tan', 'hypot']);
 
 export function pointwisePrim(op: ScalarOp): PrimDef<PointwiseAttrs> {
   let p = prims.get(op);
@@ -52,7 +54,7 @@ export function pointwisePrim(op: ScalarOp): PrimDef<PointwiseAttrs> {
       },
       backward: POINTWISE_GRADS[op] as PrimDef<PointwiseAttrs>['backward'],
       saveInputs: true,
-      saveOutput: op === 'exp' || op === 'tanh' || op === 'sigmoid' || op === 'sqrt' || op === 'rsqrt',
+      saveOutput: SAVES_OUTPUT.has(op),
       formatAttrs: (a) => a.operands.map((o) => ('scalar' in o ? String(o.scalar) : `$${o.input}`)).join(', '),
     };
     prims.set(op, p);

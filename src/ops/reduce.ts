@@ -3,15 +3,16 @@
 
 import type { DType } from '../core/dtype.js';
 import { isFloat } from '../core/dtype.js';
-import { IndexError, fmtShape } from '../core/errors.js';
+import { ArgumentError, IndexError, fmtShape } from '../core/errors.js';
 import { normalizeDim, normalizeDims } from '../core/shape.js';
 import type { ReduceOp } from '../backend/kernel-spec.js';
-import type { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../tensor/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import * as m from './math.js';
 import { expand, reshape } from './movement.js';
 import { cast } from './pointwise.js';
+import { gather } from './indexing.js';
 
 export interface ReduceAttrs {
   readonly dims: readonly number[];
@@ -119,9 +120,52 @@ function reduce(op: ReduceOp, x: Tensor, dim: Dims, keepdim: boolean): Tensor {
 
 export const sum = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('sum', x, dim, keepdim);
 export const prod = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('prod', x, dim, keepdim);
-/** Max over dims (torch.amax); with no dim, the max of all elements. */
-export const max = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim);
-export const min = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim);
+/** Max over dims (torch.amax); with no dim, the max of all elements. The gradient is shared among ties. */
+export const amax = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim);
+export const amin = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim);
+
+/** torch's (values, indices) result of max/min with a dim, sort, topk, kthvalue, cummax, cummin. */
+export interface ValuesIndices {
+  readonly values: Tensor;
+  /** int32 positions along the dim */
+  readonly indices: Tensor;
+}
+
+/**
+ * torch.max: of all elements (no dim); along `dim`, the values and int32 indices of the first
+ * maximum (the gradient goes to that element, as in torch); with a tensor, the elementwise maximum.
+ */
+export function max(x: Tensor): Tensor;
+export function max(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
+export function max(x: Tensor, other: Tensor): Tensor;
+export function max(x: Tensor, dimOrOther?: number | Tensor, keepdim = false): Tensor | ValuesIndices {
+  return extreme('max', x, dimOrOther, keepdim);
+}
+
+/** torch.min: as max, for the minimum. */
+export function min(x: Tensor): Tensor;
+export function min(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
+export function min(x: Tensor, other: Tensor): Tensor;
+export function min(x: Tensor, dimOrOther?: number | Tensor, keepdim = false): Tensor | ValuesIndices {
+  return extreme('min', x, dimOrOther, keepdim);
+}
+
+function extreme(op: 'max' | 'min', x: Tensor, dimOrOther: unknown, keepdim: boolean): Tensor | ValuesIndices {
+  expectTensor(op, x, 'x');
+  if (dimOrOther === undefined) return reduce(op, x, undefined, false);
+  if (dimOrOther instanceof Tensor) return op === 'max' ? m.maximum(x, dimOrOther) : m.minimum(x, dimOrOther);
+  if (typeof dimOrOther !== 'number') {
+    throw new ArgumentError(`dim must be one number (or a tensor for the elementwise ${op}imum), got ${JSON.stringify(dimOrOther)}`, op, `kiln.a${op}(x, dims) reduces over several dims`);
+  }
+  const nd = Math.max(x.ndim, 1);
+  const d = normalizeDim(op, dimOrOther, nd, x.shape);
+  const xs = x.ndim === 0 ? reshape(x, [1]) : x;
+  const indices = reduce(op === 'max' ? 'argmax' : 'argmin', xs, d, true);
+  // the value at the index: its gradient flows to that one element (torch), not to every tie
+  const values = gather(xs, d, indices);
+  const shape = x.ndim === 0 ? [] : keepdim ? values.shape : values.shape.filter((_, i) => i !== d);
+  return { values: reshape(values, shape), indices: reshape(indices, shape) };
+}
 
 export function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
   expectTensor('argmax', x, 'x');
@@ -168,7 +212,7 @@ export function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Ten
 /** The max along dims, detached and with infinities replaced by 0, for stable exp. */
 function stabilizer(x: Tensor, dim: Dims): Tensor {
   return noGrad(() => {
-    const mx = max(x, dim, true);
+    const mx = amax(x, dim, true);
     return m.where(m.isinf(mx), 0, mx);
   });
 }

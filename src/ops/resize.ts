@@ -12,7 +12,7 @@ import { tensor } from './creation.js';
 import { indexSelect } from './indexing.js';
 import * as m from './math.js';
 import { reshape } from './movement.js';
-import { max, sum } from './reduce.js';
+import { amax, sum } from './reduce.js';
 
 const f32 = Math.fround;
 
@@ -170,7 +170,7 @@ function adaptive(op: string, x: Tensor, outputSize: number | readonly (number |
  */
 function adaptivePool(x: Tensor, sizes: readonly number[], kind: 'avg' | 'max'): Tensor {
   const first = x.ndim - sizes.length;
-  const reduce = (t: Tensor, dim: number) => (kind === 'max' ? max(t, dim) : sum(t, dim));
+  const reduce = (t: Tensor, dim: number) => (kind === 'max' ? amax(t, dim) : sum(t, dim));
   let y = x;
   const counts = sizes.map((out, i) => {
     const dim = first + i, n = x.shape[dim]!;

@@ -8,7 +8,7 @@ import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { contiguous, pad, reshape, squeeze, transpose, unsqueeze } from './movement.js';
 import { matmul } from './linalg.js';
 import * as m from './math.js';
-import { max, sum } from './reduce.js';
+import { amax, sum } from './reduce.js';
 import { tensor } from './creation.js';
 
 type Pair = number | readonly [number, number];
@@ -305,7 +305,7 @@ export function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {})
   expectTensor('maxPool2d', x, 'x');
   if (x.ndim === 3) return squeeze(maxPool2d(unsqueeze(x, 0), kernelSize, opts), 0);
   const { cols, geom } = poolWindows('maxPool2d', x, kernelSize, opts, -Infinity);
-  return reshape(max(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
+  return reshape(amax(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
 }
 
 /** Average pooling (torch's avg_pool2d: countIncludePad true by default, divisorOverride, ceilMode). */

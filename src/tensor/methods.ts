@@ -68,8 +68,15 @@ declare module './tensor.js' {
     sum(dim?: Dims, keepdim?: boolean): Tensor;
     prod(dim?: Dims, keepdim?: boolean): Tensor;
     mean(dim?: Dims, keepdim?: boolean): Tensor;
-    max(dim?: Dims, keepdim?: boolean): Tensor;
-    min(dim?: Dims, keepdim?: boolean): Tensor;
+    /** of all elements; with a dim, the values and indices (torch); with a tensor, the elementwise maximum */
+    max(): Tensor;
+    max(dim: number, keepdim?: boolean): r.ValuesIndices;
+    max(other: Tensor): Tensor;
+    min(): Tensor;
+    min(dim: number, keepdim?: boolean): r.ValuesIndices;
+    min(other: Tensor): Tensor;
+    amax(dim?: Dims, keepdim?: boolean): Tensor;
+    amin(dim?: Dims, keepdim?: boolean): Tensor;
     argmax(dim?: number, keepdim?: boolean): Tensor;
     argmin(dim?: number, keepdim?: boolean): Tensor;
     var(dim?: Dims, keepdim?: boolean, correction?: number): Tensor;
@@ -154,8 +161,10 @@ Object.assign(P, {
   sum(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.sum(this, dim, keepdim); },
   prod(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.prod(this, dim, keepdim); },
   mean(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.mean(this, dim, keepdim); },
-  max(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.max(this, dim, keepdim); },
-  min(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.min(this, dim, keepdim); },
+  max(this: Tensor, dimOrOther?: number | Tensor, keepdim?: boolean) { return (r.max as (x: Tensor, d?: number | Tensor, k?: boolean) => unknown)(this, dimOrOther, keepdim); },
+  min(this: Tensor, dimOrOther?: number | Tensor, keepdim?: boolean) { return (r.min as (x: Tensor, d?: number | Tensor, k?: boolean) => unknown)(this, dimOrOther, keepdim); },
+  amax(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.amax(this, dim, keepdim); },
+  amin(this: Tensor, dim?: Dims, keepdim?: boolean) { return r.amin(this, dim, keepdim); },
   argmax(this: Tensor, dim?: number, keepdim?: boolean) { return r.argmax(this, dim, keepdim); },
   argmin(this: Tensor, dim?: number, keepdim?: boolean) { return r.argmin(this, dim, keepdim); },
   var(this: Tensor, dim?: Dims, keepdim?: boolean, correction?: number) { return r.variance(this, dim, keepdim, correction); },

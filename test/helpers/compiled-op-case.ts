@@ -5,13 +5,14 @@
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, type OpCase } from '../op-table.js';
+import { assertCompiledRan } from './compiled-ran.js';
 
 /** one base seed per test process; each case derives its own from it and its name */
 const base = baseSeed();
 /** ops whose values depend on random draws: compared with eager only in shape */
 const RANDOM = /dropout/;
 /** ops that read a tensor value on the host by design (a graph break is expected) */
-export const READS_DATA = /oneHot.*infer|oneHot$/;
+export const READS_DATA = /oneHot.*infer|oneHot$|\(reads data\)/;
 
 /**
  * Compiles case `c` with `opts` (fullgraph unless the case reads data) and calls it twice,
@@ -39,6 +40,7 @@ export function checkCompiledCase(c: OpCase, opts: kiln.CompileOptions, check = 
         }
         checkOutputs(`${c.name} (${on}${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
       }
+      if (check) assertCompiledRan(`${c.name} (${on.trim() || 'default'})`);
     });
   });
 }

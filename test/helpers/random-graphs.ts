@@ -3,6 +3,7 @@
 // combinations skipped); and the property itself, compiled equals eager, for the sync backends.
 
 import assert from 'node:assert/strict';
+import { assertCompiledRan } from './compiled-ran.js';
 import fc from 'fast-check';
 import * as kiln from 'kilnjs';
 
@@ -17,7 +18,7 @@ const BINARY: ((a: T, b: T) => T)[] = [
   (a, b) => a.div(b.abs().add(1)), (a, b) => kiln.where(a.gt(b), a, b.mul(0.5)),
 ];
 const REDUCE: ((x: T, d: number, k: boolean) => T)[] = [
-  (x, d, k) => x.sum(d, k), (x, d, k) => x.max(d, k), (x, d, k) => x.min(d, k), (x, d, k) => x.mean(d, k),
+  (x, d, k) => x.sum(d, k), (x, d, k) => x.amax(d, k), (x, d, k) => x.amin(d, k), (x, d, k) => x.mean(d, k),
   (x, d) => x.softmax(d), (x, d) => x.logSoftmax(d), (x, d, k) => x.logsumexp(d, k), (x, d, k) => x.argmax(d, k).float(),
 ];
 
@@ -102,5 +103,6 @@ export function checkGraph([[a, b, c], ops, nOut, seed]: Graph, opts: kiln.Compi
         }
       });
     }
+    if (check) assertCompiledRan(`${on}graph ${JSON.stringify(ops)}`);
   });
 }

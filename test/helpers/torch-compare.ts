@@ -1,8 +1,8 @@
-// Comparison of kiln results with PyTorch fixtures: an element passes when
+// Comparison with a PyTorch fixture tensor, shared by the parity tests: an element passes when
 // |actual - expected| <= rtol * (|expected| + max|expected|), i.e. rtol relative to the element,
-// plus rtol of the tensor's largest magnitude, so that elements formed by cancellation (near zero
-// next to large ones) are judged at the tensor's scale, as float32 arithmetic in any summation
-// order allows.
+// plus rtol of the tensor's largest magnitude, so that elements formed by cancellation (near
+// zero next to large ones) are judged at the tensor's scale, as float32 arithmetic in any
+// summation order allows. NaN must meet NaN.
 
 import assert from 'node:assert/strict';
 import type * as kiln from 'kilnjs';
@@ -20,9 +20,17 @@ export function assertClose(actual: Tensor | number[], expected: Tensor | number
   }
   assert.equal(a.length, e.length, `${what}: ${a.length} elements vs expected ${e.length}`);
   let scale = 0;
-  for (const v of e) scale = Math.max(scale, Math.abs(v));
+  for (const v of e) if (Number.isFinite(v)) scale = Math.max(scale, Math.abs(v));
   let bad = 0, worst = -1, worstRatio = 0;
   for (let i = 0; i < a.length; i++) {
+    if (!Number.isFinite(e[i]!)) {
+      if (!Object.is(a[i], e[i]) && !(Number.isNaN(a[i]!) && Number.isNaN(e[i]!))) {
+        bad++;
+        worst = i;
+        worstRatio = Infinity;
+      }
+      continue;
+    }
     const tol = rtol * (Math.abs(e[i]!) + scale);
     const err = Math.abs(a[i]! - e[i]!);
     const ratio = err / (tol || Number.MIN_VALUE);
@@ -36,4 +44,3 @@ export function assertClose(actual: Tensor | number[], expected: Tensor | number
     assert.fail(`${what}: ${bad} of ${a.length} elements differ beyond rtol ${rtol}; worst [${worst}] ${a[worst]} vs expected ${e[worst]} (max |expected| ${scale})`);
   }
 }
-

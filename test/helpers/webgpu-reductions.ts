@@ -34,7 +34,7 @@ export function reductionOps(x: kiln.Tensor): kiln.Tensor[] {
   const cols = x.shape[1]!;
   const ms = x.mul(x).mean(-1, true);
   const out: Record<ReductionOp, kiln.Tensor> = {
-    sum: x.sum(-1), mean: x.mean(-1), max: x.max(-1), min: x.min(-1),
+    sum: x.sum(-1), mean: x.mean(-1), max: x.amax(-1), min: x.amin(-1),
     argmax: x.argmax(-1), argmin: x.argmin(-1),
     softmax: kiln.softmax(x, -1), logSoftmax: kiln.logSoftmax(x, -1),
     var: kiln.variance(x, -1), layerNorm: kiln.layerNorm(x, [cols]),

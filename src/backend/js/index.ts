@@ -8,6 +8,7 @@ import { coalesce } from '../iteration.js';
 import type { KernelArgs, KernelSpec, ViewArg } from '../kernel-spec.js';
 import { exprKey } from '../scalar-expr.js';
 import { cumsum, gather, indexAdd, indexSelect, scatterAdd } from './indexing.js';
+import { scan, sortIndices } from './sort-scan.js';
 import { matmul2d } from './matmul.js';
 import { pointwiseKernel, type PointwiseFn } from './pointwise.js';
 import { reduceKernel } from './reduce.js';
@@ -166,6 +167,10 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
       return (a) => indexAdd(a as Extract<KernelArgs, { kind: 'indexAdd' }>, data);
     case 'cumsum':
       return (a) => cumsum(a as Extract<KernelArgs, { kind: 'cumsum' }>, data);
+    case 'scan':
+      return (a) => scan(a as Extract<KernelArgs, { kind: 'scan' }>, spec.op, spec.dtype === 'int32' || spec.dtype === 'bool', data);
+    case 'sort':
+      return (a) => sortIndices(a as Extract<KernelArgs, { kind: 'sort' }>, spec.descending, data);
     case 'im2col':
       return (a) => {
         const args = a as Extract<KernelArgs, { kind: 'im2col' | 'col2im' }>;

@@ -66,7 +66,8 @@ const FLOAT_RENDER: Record<ScalarOp, Render> = {
   silu: (a) => `(${a} / (1 + Math.exp(-${a})))`,
   softplus: (a) => `(${a} > 20 ? ${a} : Math.log1p(Math.exp(${a})))`,
   erf: (a) => `erf(${a})`,
-  sign: (a) => `Math.sign(${a})`,
+  // torch: sign(NaN) = 0 and sign(-0) = +0
+  sign: (a) => `(+(${a} > 0) - +(${a} < 0))`,
   floor: (a) => `Math.floor(${a})`,
   ceil: (a) => `Math.ceil(${a})`,
   round: (a) => `roundHalfEven(${a})`,
@@ -75,6 +76,15 @@ const FLOAT_RENDER: Record<ScalarOp, Render> = {
   isnan: (a) => `(${a} !== ${a} ? 1 : 0)`,
   isinf: (a) => `((${a} === Infinity || ${a} === -Infinity) ? 1 : 0)`,
   identity: (a) => a,
+  tan: (a) => `Math.tan(${a})`,
+  atan: (a) => `Math.atan(${a})`,
+  asin: (a) => `Math.asin(${a})`,
+  acos: (a) => `Math.acos(${a})`,
+  sinh: (a) => `Math.sinh(${a})`,
+  cosh: (a) => `Math.cosh(${a})`,
+  log2: (a) => `Math.log2(${a})`,
+  log10: (a) => `Math.log10(${a})`,
+  trunc: (a) => `Math.trunc(${a})`,
   add: (a, b) => `(${a} + ${b})`,
   sub: (a, b) => `(${a} - ${b})`,
   mul: (a, b) => `(${a} * ${b})`,
@@ -92,6 +102,10 @@ const FLOAT_RENDER: Record<ScalarOp, Render> = {
   logicalOr: (a, b) => `((${a} !== 0 || ${b} !== 0) ? 1 : 0)`,
   logicalXor: (a, b) => `(((${a} !== 0) !== (${b} !== 0)) ? 1 : 0)`,
   where: (a, b, c) => `(${a} !== 0 ? ${b} : ${c})`,
+  atan2: (a, b) => `Math.atan2(${a}, ${b})`,
+  // JS % is C's fmod: exact, with the sign of the dividend
+  fmod: (a, b) => `(${a} % ${b})`,
+  hypot: (a, b) => `Math.hypot(${a}, ${b})`,
 };
 
 // int32 results wrap like C: keep intermediates in int range.
@@ -104,6 +118,9 @@ const INT_RENDER: Partial<Record<ScalarOp, Render>> = {
   floor: (a) => a,
   ceil: (a) => a,
   round: (a) => a,
+  trunc: (a) => a,
+  // x % 0 is NaN in JS: 0 after | 0 (torch raises for integer division by zero)
+  fmod: (a, b) => `((${a} % ${b}) | 0)`,
 };
 
 /** One scalar op in JS, with int32 wrap-around where the result dtype is int32. */

@@ -82,8 +82,11 @@ KI double kiln_maxd(double a, double b) { return kiln_isnand(a) ? a : kiln_isnan
 KI double kiln_mind(double a, double b) { return kiln_isnand(a) ? a : kiln_isnand(b) ? b : (a < b ? a : b); }
 KI float kiln_reluf(float a) { return kiln_isnanf(a) ? a : (a > 0.0f ? a : 0.0f); }
 KI double kiln_relud(double a) { return kiln_isnand(a) ? a : (a > 0.0 ? a : 0.0); }
-KI float kiln_signf(float a) { return kiln_isnanf(a) ? a : (float)((a > 0.0f) - (a < 0.0f)); }
-KI double kiln_signd(double a) { return kiln_isnand(a) ? a : (double)((a > 0.0) - (a < 0.0)); }
+/* torch: sign(NaN) = 0, sign(-0) = +0 */
+KI float kiln_signf(float a) { return kiln_isnanf(a) ? 0.0f : (float)((a > 0.0f) - (a < 0.0f)); }
+KI double kiln_signd(double a) { return kiln_isnand(a) ? 0.0 : (double)((a > 0.0) - (a < 0.0)); }
+/* JS's (a % b) | 0: 0 for a zero divisor (and INT_MIN % -1, undefined in C) */
+KI int32_t kiln_ifmod(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
 /* ToInt32 of JavaScript (typed-array stores, |0): truncate, wrap modulo 2^32, NaN/Inf -> 0 */
 static inline int32_t kiln_i32d(double x) {
   if (kiln_isnand(x) || kiln_isinfd(x)) return 0;
@@ -239,6 +242,18 @@ function floatOps(t: 'f32' | 'f64'): Partial<Record<ScalarOp, F>> {
     round: (a) => `rint${f}(${a})`,
     reciprocal: (a) => `(${c(1)} / ${a})`,
     identity: (a) => a,
+    tan: (a) => `tan${f}(${a})`,
+    atan: (a) => `atan${f}(${a})`,
+    asin: (a) => `asin${f}(${a})`,
+    acos: (a) => `acos${f}(${a})`,
+    sinh: (a) => `sinh${f}(${a})`,
+    cosh: (a) => `cosh${f}(${a})`,
+    log2: (a) => `log2${f}(${a})`,
+    log10: (a) => `log10${f}(${a})`,
+    trunc: (a) => `trunc${f}(${a})`,
+    atan2: (a, b) => `atan2${f}(${a}, ${b})`,
+    fmod: (a, b) => `fmod${f}(${a}, ${b})`,
+    hypot: (a, b) => `hypot${f}(${a}, ${b})`,
     add: (a, b) => `(${a} + ${b})`,
     sub: (a, b) => `(${a} - ${b})`,
     mul: (a, b) => `(${a} * ${b})`,
@@ -265,6 +280,8 @@ const INT_OPS: Partial<Record<ScalarOp, F>> = {
   floor: (a) => a,
   ceil: (a) => a,
   round: (a) => a,
+  trunc: (a) => a,
+  fmod: (a, b) => `kiln_ifmod(${a}, ${b})`,
   identity: (a) => a,
 };
 

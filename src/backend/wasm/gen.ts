@@ -49,14 +49,16 @@ const CMP: Partial<Record<ScalarOp, Record<'f32' | 'f64' | 'i32', number>>> = {
 const F_UNARY: Partial<Record<ScalarOp, [number, number]>> = {
   neg: [Op.f32Neg, Op.f64Neg], abs: [Op.f32Abs, Op.f64Abs], sqrt: [Op.f32Sqrt, Op.f64Sqrt],
   floor: [Op.f32Floor, Op.f64Floor], ceil: [Op.f32Ceil, Op.f64Ceil], round: [Op.f32Nearest, Op.f64Nearest],
+  trunc: [Op.f32Trunc, Op.f64Trunc],
 };
 const F_BINARY: Partial<Record<ScalarOp, [number, number]>> = {
   add: [Op.f32Add, Op.f64Add], sub: [Op.f32Sub, Op.f64Sub], mul: [Op.f32Mul, Op.f64Mul], div: [Op.f32Div, Op.f64Div],
   maximum: [Op.f32Max, Op.f64Max], minimum: [Op.f32Min, Op.f64Min],
 };
-const IMPORTED = new Set<ScalarOp>(['exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'erf']);
+const IMPORTED = new Set<ScalarOp>(['exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'erf', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10']);
+const IMPORTED_BINARY = new Set<ScalarOp>(['pow', 'atan2', 'fmod', 'hypot']);
 const COMPOSITE = new Set<ScalarOp>(['sigmoid', 'silu', 'gelu', 'geluTanh', 'softplus']);
-const INT_OPS = new Set<ScalarOp>(['neg', 'abs', 'add', 'sub', 'mul', 'pow', 'relu', 'sign', 'maximum', 'minimum', 'floor', 'ceil', 'round', 'identity']);
+const INT_OPS = new Set<ScalarOp>(['neg', 'abs', 'add', 'sub', 'mul', 'pow', 'relu', 'sign', 'maximum', 'minimum', 'floor', 'ceil', 'round', 'trunc', 'fmod', 'identity']);
 const BOOL_OPS = new Set<ScalarOp>(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logicalNot', 'logicalAnd', 'logicalOr', 'logicalXor', 'isnan', 'isinf']);
 
 export class Gen {
@@ -255,21 +257,24 @@ export class Gen {
         this.emit(x, t);
         fb.set(l);
         const [gt, lt] = t === 'f32' ? [Op.f32Gt, Op.f32Lt] : [Op.f64Gt, Op.f64Lt];
+        // x > 0 ? 1 : x < 0 ? -1 : 0 (torch: sign(NaN) = 0, sign(-0) = +0)
         this.constIn(1, t);
         this.constIn(-1, t);
-        fb.get(l).get(l);
+        this.constIn(0, t);
+        fb.get(l);
         this.constIn(0, t);
         fb.op(lt, Op.select).get(l);
         this.constIn(0, t);
         fb.op(gt, Op.select);
         return t;
       }
-      case 'pow':
-        this.emit(x, 'f64');
-        this.emit(y!, 'f64');
-        fb.call(this.mc.mathFn('pow'));
-        this.convert('f64', t);
-        return t;
+    }
+    if (IMPORTED_BINARY.has(op)) {
+      this.emit(x, 'f64');
+      this.emit(y!, 'f64');
+      fb.call(this.mc.mathFn(op as MathImport));
+      this.convert('f64', t);
+      return t;
     }
     if (IMPORTED.has(op)) {
       this.emit(x, 'f64');
@@ -333,6 +338,15 @@ export class Gen {
         fb.op(op === 'add' ? Op.i32Add : op === 'sub' ? Op.i32Sub : Op.i32Mul);
         return;
       case 'pow': this.emit(x, 'f64'); this.emit(y!, 'f64'); fb.call(this.mc.mathFn('pow')).call(toInt32(this.mc)); return;
+      case 'fmod': {
+        // i32.rem_s traps on a zero divisor: 0 there, as JS's (a % 0) | 0
+        const a = l(), b = l();
+        this.emit(x, 'i32');
+        fb.set(a);
+        this.emit(y!, 'i32');
+        fb.tee(b).op(Op.i32Eqz).if(T.i32).i32(0).else().get(a).get(b).op(Op.i32RemS).end();
+        return;
+      }
       case 'relu': { const a = l(); this.emit(x, 'i32'); fb.tee(a).i32(0).get(a).i32(0).op(Op.i32GtS, Op.select); return; }
       case 'sign': { const a = l(); this.emit(x, 'i32'); fb.tee(a).i32(0).op(Op.i32GtS).get(a).i32(0).op(Op.i32LtS, Op.i32Sub); return; }
       case 'maximum': case 'minimum': {

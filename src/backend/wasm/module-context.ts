@@ -5,9 +5,13 @@
 import { FuncBuilder, ModuleBuilder, T, type FuncType } from './encoder.js';
 import type { ValType } from './opcodes.js';
 
-/** Math functions imported as `math.NAME` (f64 -> f64, pow: f64 x f64 -> f64). */
-export const MATH_IMPORTS = ['exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'erf', 'pow'] as const;
+/** Math functions imported as `math.NAME` (f64 -> f64; the binary ones f64 x f64 -> f64). */
+export const MATH_IMPORTS = [
+  'exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'erf', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10',
+  'pow', 'atan2', 'fmod', 'hypot',
+] as const;
 export type MathImport = (typeof MATH_IMPORTS)[number];
+export const BINARY_MATH_IMPORTS: ReadonlySet<MathImport> = new Set(['pow', 'atan2', 'fmod', 'hypot']);
 
 export class ModuleContext {
   readonly mod: ModuleBuilder;
@@ -17,7 +21,7 @@ export class ModuleContext {
   constructor(shared: boolean) {
     this.mod = new ModuleBuilder(shared);
     for (const m of MATH_IMPORTS) {
-      const params: ValType[] = m === 'pow' ? [T.f64, T.f64] : [T.f64];
+      const params: ValType[] = BINARY_MATH_IMPORTS.has(m) ? [T.f64, T.f64] : [T.f64];
       this.math.set(m, this.mod.importFunc('math', m, { params, results: [T.f64] }));
     }
   }

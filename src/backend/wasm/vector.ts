@@ -13,9 +13,9 @@ import { vconst, verf, vexp, vlog, vtanh } from './vmath.js';
 type VK = 'f' | 'm';
 
 const CMP: Partial<Record<ScalarOp, number>> = { eq: Simd.f32x4Eq, ne: Simd.f32x4Ne, lt: Simd.f32x4Lt, le: Simd.f32x4Le, gt: Simd.f32x4Gt, ge: Simd.f32x4Ge };
-const UNARY: Partial<Record<ScalarOp, number>> = { neg: Simd.f32x4Neg, abs: Simd.f32x4Abs, sqrt: Simd.f32x4Sqrt, floor: Simd.f32x4Floor, ceil: Simd.f32x4Ceil, round: Simd.f32x4Nearest };
+const UNARY: Partial<Record<ScalarOp, number>> = { neg: Simd.f32x4Neg, abs: Simd.f32x4Abs, sqrt: Simd.f32x4Sqrt, floor: Simd.f32x4Floor, ceil: Simd.f32x4Ceil, round: Simd.f32x4Nearest, trunc: Simd.f32x4Trunc };
 const BINARY: Partial<Record<ScalarOp, number>> = { add: Simd.f32x4Add, sub: Simd.f32x4Sub, mul: Simd.f32x4Mul, div: Simd.f32x4Div, maximum: Simd.f32x4Max, minimum: Simd.f32x4Min };
-const LANEWISE = new Set<ScalarOp>(['log1p', 'expm1', 'sin', 'cos', 'pow', 'softplus']);
+const LANEWISE = new Set<ScalarOp>(['log1p', 'expm1', 'sin', 'cos', 'pow', 'softplus', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'fmod', 'hypot']);
 
 export class VecGen {
   constructor(readonly g: Gen) {}
@@ -121,9 +121,11 @@ export class VecGen {
         const l = fb.local(T.v128);
         this.f(x);
         fb.set(l);
+        // x > 0 ? 1 : x < 0 ? -1 : 0 (torch: sign(NaN) = 0, sign(-0) = +0)
         one();
         vconst(fb, -1);
-        fb.get(l).get(l);
+        vconst(fb, 0);
+        fb.get(l);
         vconst(fb, 0);
         fb.simd(Simd.f32x4Lt).simd(Simd.bitselect).get(l);
         vconst(fb, 0);
@@ -185,8 +187,8 @@ export class VecGen {
       if (op === 'softplus') {
         fb.set(s);
         g.compositeF64('softplus', s);
-      } else if (op === 'pow') {
-        fb.get(b).lane(Simd.f32x4ExtractLane, lane).op(Op.f64PromoteF32).call(g.mc.mathFn('pow'));
+      } else if (y) {
+        fb.get(b).lane(Simd.f32x4ExtractLane, lane).op(Op.f64PromoteF32).call(g.mc.mathFn(op as MathImport));
       } else fb.call(g.mc.mathFn(op as MathImport));
       fb.op(Op.f32DemoteF64).lane(Simd.f32x4ReplaceLane, lane).set(r);
     }

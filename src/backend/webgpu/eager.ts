@@ -66,7 +66,11 @@ export function eagerKernel(spec: KernelSpec, args: KernelArgs): EagerLaunch {
 export const UNSUPPORTED_EAGER = new Set<string>();
 
 export function unsupported(kind: string): WebGpuUnsupportedError {
-  const what = kind === 'im2col' || kind === 'col2im' ? `${kind} (conv2d and pooling)` : kind === 'random' ? 'random (rand, randn, dropout, parameter initialization)' : kind;
+  const what = kind === 'im2col' || kind === 'col2im' ? `${kind} (conv2d and pooling)`
+    : kind === 'random' ? 'random (rand, randn, dropout, parameter initialization)'
+    : kind === 'sort' ? 'sort (sort, argsort, topk, kthvalue, randperm, multinomial without replacement)'
+    : kind === 'scan' ? 'scan (cumprod, cummax, cummin)'
+    : kind;
   return new WebGpuUnsupportedError(`${what} is not supported on webgpu yet`, kind, kind === 'random'
     ? 'create the tensor on the CPU backend and move it with kiln.toBackend(t, gpu)'
     : 'run this op on the CPU backend (kiln.toBackendAsync to move data back) or avoid it on the GPU for now');

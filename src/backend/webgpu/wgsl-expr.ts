@@ -38,13 +38,21 @@ export const HELPERS: Record<string, string> = {
   ktanh: 'fn ktanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }',
   // JS Math.pow: negative bases with integer exponents, x^0 = 1
   kpow: 'fn kpow(x: f32, y: f32) -> f32 { if (y == 0.0) { return 1.0; } let r = pow(abs(x), y); if (x >= 0.0) { return r; } if (fract(y) != 0.0) { return knan(); } if ((i32(y) & 1) != 0) { return -r; } return r; }',
-  ksign: 'fn ksign(x: f32) -> f32 { if (kisnan(x)) { return x; } return sign(x); }',
+  // torch: sign(NaN) = 0, sign(-0) = +0
+  ksign: 'fn ksign(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return 0.0; } return sign(x); }',
+  // scaled so that squares of large (or tiny) values neither overflow nor underflow
+  khypot: 'fn khypot(a: f32, b: f32) -> f32 { let m = max(abs(a), abs(b)); if (m == 0.0 || kisinf(m)) { return m; } let p = a / m; let q = b / m; return m * sqrt(p * p + q * q); }',
+  // through atan2 (Mesa's asin/acos builtins are off by ~3e-4; atan2 is float32-accurate there)
+  kasin: 'fn kasin(x: f32) -> f32 { return atan2(x, sqrt((1.0 - x) * (1.0 + x))); }',
+  kacos: 'fn kacos(x: f32) -> f32 { return atan2(sqrt((1.0 - x) * (1.0 + x)), x); }',
+  // C's fmod: the remainder of a truncated division, with the sign of a
+  kfmod: 'fn kfmod(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }',
   // JS Math.max/min propagate NaN
   kmax: 'fn kmax(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } return max(a, b); }',
   kmin: 'fn kmin(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } return min(a, b); }',
   krelu: 'fn krelu(x: f32) -> f32 { if (kisnan(x)) { return x; } return max(x, 0.0); }',
 };
-const HELPER_DEPS: Record<string, string[]> = { kpow: ['knan'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
+const HELPER_DEPS: Record<string, string[]> = { kpow: ['knan'], khypot: ['kisinf'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
 
 /** Collects the helpers a shader uses, in dependency order. */
 export class HelperSet {
@@ -181,6 +189,18 @@ function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
     case 'round': return `round(${a})`; // WGSL rounds half to even, as kiln does
     case 'reciprocal': return `(1.0 / ${a})`;
     case 'identity': return a!;
+    case 'tan': return `tan(${a})`;
+    case 'atan': return `atan(${a})`;
+    case 'asin': return `${h.use('kasin')}(${a})`;
+    case 'acos': return `${h.use('kacos')}(${a})`;
+    case 'sinh': return `sinh(${a})`;
+    case 'cosh': return `cosh(${a})`;
+    case 'log2': return `log2(${a})`;
+    case 'log10': return `(log2(${a}) * 0.3010299956639812)`;
+    case 'trunc': return `trunc(${a})`;
+    case 'atan2': return `atan2(${a}, ${b})`;
+    case 'fmod': return `${h.use('kfmod')}(${a}, ${b})`;
+    case 'hypot': return `${h.use('khypot')}(${a}, ${b})`;
     case 'add': return `(${a} + ${b})`;
     case 'sub': return `(${a} - ${b})`;
     case 'mul': return `(${a} * ${b})`;
@@ -199,7 +219,9 @@ function intOp(op: ScalarOp, t: WType, [a, b]: string[], h: HelperSet): string {
     case 'neg': return `(-${a})`;
     case 'abs': return t === 'u32' ? a! : `abs(${a})`;
     case 'sign': return `sign(${a})`;
-    case 'floor': case 'ceil': case 'round': case 'identity': return a!;
+    case 'floor': case 'ceil': case 'round': case 'trunc': case 'identity': return a!;
+    // 0 for a zero divisor, as JS's (a % 0) | 0
+    case 'fmod': return `select(${a} % ${b}, 0, ${b} == 0)`;
     case 'add': return `(${a} + ${b})`;
     case 'sub': return `(${a} - ${b})`;
     case 'mul': return `(${a} * ${b})`;

@@ -25,6 +25,7 @@ import { placeWeights } from './placement.js';
 import { FusedProgram } from '../fused-program.js';
 import { interpret } from '../program.js';
 import { argLeaves } from '../guards.js';
+import { rowAxes, type RowVerdict } from '../bucket.js';
 import type { Graph } from '../graph.js';
 import { log } from '../logs.js';
 import { ContainerError, decodeContainer, encodeContainer, readHeader } from './container.js';
@@ -78,8 +79,35 @@ interface StoredArtifact {
 
 export interface LoadedArtifact {
   (...args: unknown[]): unknown;
-  /** which backend runs, where the artifact was built, whether it carried weights */
-  readonly artifact: { readonly backend: string; readonly builtBy: string; readonly weights: boolean; readonly codegen: boolean };
+  /** runs the same graph node by node with eager kernels: the reference its generated code is checked against */
+  eager(...args: unknown[]): unknown;
+  /** which backend runs, where the artifact was built, whether it carried weights, its tensor arguments */
+  readonly artifact: { readonly backend: string; readonly builtBy: string; readonly weights: boolean; readonly codegen: boolean; readonly inputs: readonly ArtifactInput[] };
+}
+
+/** A tensor argument of an artifact: its path in the arguments ('x', 'arg1', 'batch.ids') and its meta. */
+export interface ArtifactInput {
+  readonly path: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+const graphs = new WeakMap<LoadedArtifact, { graph: Graph; leaves: number[] }>();
+
+/** Whether rows along `dim` of the given arguments stay separate in a loaded artifact (bucket.ts rowAxes). */
+export function artifactRows(a: LoadedArtifact, paths: ReadonlySet<string>, dim: number): RowVerdict {
+  const g = graphs.get(a);
+  if (!g) throw new ArgumentError('not an artifact loaded by kiln.load', 'artifactRows');
+  return rowAxes(g.graph, g.leaves, paths, dim);
+}
+
+/** The output indices of a result template's tensors, in the order fill() visits them. */
+function templateLeaves(t: unknown, out: number[] = []): number[] {
+  const tp = t as Template;
+  if ('t' in tp) out.push(tp.t);
+  else if ('a' in tp) tp.a.forEach((x) => templateLeaves(x, out));
+  else if ('o' in tp) tp.o.forEach(([, x]) => templateLeaves(x, out));
+  return out;
 }
 
 function captureNames(target: unknown, opts: ExportOptions): Map<Tensor, string> {
@@ -129,7 +157,7 @@ export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike
       try {
         stored = {
           name: c.compiled.name, argNames: argNamesOf(target), graph: encodeGraph(e.graph, blobs, nameOf),
-          resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.autogradOutputs, captures,
+          resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.interpreted !== null, captures,
         };
       } catch (err) {
         if (err instanceof NotStorable) throw new ArgumentError(err.message, 'kiln.export', 'export a module, or pass { captures: model.stateDict() } (or { weights: true } with named tensors)');
@@ -261,7 +289,7 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   if (program) placeWeights(kb, a.captures.flatMap((c) => (c.data !== undefined ? [bound.get(c.name)!] : [])));
   const template = decodeValue(a.resultTemplate, blobs);
   const argInputs = graph.inputNodes.map((n) => (n.source?.kind === 'arg' ? n : null));
-  const run = (...args: unknown[]): unknown => {
+  const bind = (args: unknown[]): Tensor[] => {
     const leaves = new Map(argLeaves(args, a.argNames).map((l) => [l.path, l.value]));
     const inputs = graph.inputNodes.map((n, i) => {
       const src = n.source!;
@@ -273,11 +301,18 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
       checkArg(a.name, path, v, node.meta);
       return v.strides.every((s, d) => s === node.meta.strides[d] || v.shape[d] === 1) && v.offset === node.meta.offset ? v : v.contiguous();
     });
-    const outs = program ? program.run(inputs) : interpret(graph, inputs);
-    return fill(template, outs);
+    return inputs;
   };
+  const run = (...args: unknown[]): unknown => {
+    const inputs = bind(args);
+    return fill(template, program ? program.run(inputs) : interpret(graph, inputs));
+  };
+  const eager = (...args: unknown[]): unknown => fill(template, interpret(graph, bind(args)));
+  const inputs: ArtifactInput[] = graph.inputNodes.flatMap((n) => (n.source?.kind === 'arg' ? [{ path: n.source.path, dtype: n.meta.dtype, shape: [...n.meta.shape] }] : []));
   log('cache', `loaded ${path}: ${a.name} on ${prog.backend} (built by ${describeEnvironment(env)}; ${codegen ? 'code generated here' : 'no tracing, no code generation'})`);
-  return Object.assign(run, { artifact: { backend: prog.backend, builtBy: describeEnvironment(env), weights: a.captures.every((c) => c.data !== undefined), codegen } });
+  const loaded: LoadedArtifact = Object.assign(run, { eager, artifact: { backend: prog.backend, builtBy: describeEnvironment(env), weights: a.captures.every((c) => c.data !== undefined), codegen, inputs } });
+  graphs.set(loaded, { graph, leaves: templateLeaves(template) });
+  return loaded;
 }
 
 function checkArg(fn: string, path: string, v: Tensor, meta: Graph['nodes'][number]['meta']): void {

@@ -1,4 +1,4 @@
-// The disk store of the persistent compile cache (Node; registered by 'kilnjs/node').
+// The disk byte store of the persistent compile cache (Node; registered by 'kilnjs/node').
 //
 //   folder     $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; entries in its
 //              compile/ folder (the native backend's libraries are in native/, see toolchain.ts)
@@ -11,18 +11,16 @@
 //              scan runs again only when the count passes the cap
 //
 // Writes go to a temporary name and are renamed into place, so processes sharing a folder
-// never read half an entry. Every read is verified (container.ts: magic, format, length,
-// sha256, key, kiln version); a bad entry is logged under KILN_LOGS=cache, counted
-// (stats().cache.corrupt), deleted, and the graph compiles again. I/O errors never throw.
+// never read half an entry. Entries are verified above this byte store (entry-store.ts); a bad
+// one is removed here and the graph compiles again. I/O errors never throw.
 
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { log } from '../logs.js';
 import { counters } from '../stats.js';
-import { ContainerError, decodeContainer, encodeContainer, sha256 } from './container.js';
-import { kilnVersion, platformTag, sourceFingerprint } from './environment.js';
-import type { CachePayload, CacheStore, EntryKind } from './store.js';
+import type { ByteStore } from './byte-store.js';
+import { EntryStore } from './entry-store.js';
 
 const EXT = '.kc';
 
@@ -41,32 +39,31 @@ export function maxCacheBytes(): number {
 /** After an eviction the folder is at most this fraction of the cap (so not every write rescans). */
 const LOW_WATER = 0.9;
 
-export class DiskStore implements CacheStore {
+/** The disk store: verified entries (entry-store.ts) in the folder's compile/ subfolder. */
+export function diskStore(root = cacheRoot()): EntryStore {
+  return new EntryStore(new DiskBytes(root));
+}
+
+export class DiskBytes implements ByteStore {
   readonly dir: string;
-  readonly fingerprint: string;
   /** bytes of entries in the folder as of the last scan plus this process's writes since (null: not scanned yet) */
   private knownBytes: number | null = null;
   private scanScheduled = false;
 
   constructor(readonly root = cacheRoot()) {
     this.dir = join(root, 'compile');
-    this.fingerprint = `kiln ${kilnVersion()} ${platformTag()} src ${sourceFingerprint()}`;
   }
 
   get location(): string {
     return this.dir;
   }
 
-  digest(parts: readonly (string | Uint8Array)[]): string {
-    return sha256(parts);
+  private file(name: string): string {
+    return join(this.dir, `${name}${EXT}`);
   }
 
-  private file(kind: EntryKind, key: string): string {
-    return join(this.dir, `${kind}-${key.slice(0, 40)}${EXT}`);
-  }
-
-  get(kind: EntryKind, key: string): CachePayload | null {
-    const path = this.file(kind, key);
+  read(name: string): Uint8Array | null {
+    const path = this.file(name);
     let buf: Buffer;
     try {
       buf = readFileSync(path);
@@ -74,41 +71,31 @@ export class DiskStore implements CacheStore {
       return null; // absent (or evicted by another process meanwhile)
     }
     try {
-      const { header, payload } = decodeContainer(buf);
-      if (header.kind !== kind) throw new ContainerError(`a ${header.kind} entry, expected ${kind}`);
-      if (header.key !== key) throw new ContainerError('foreign entry (its key differs)');
-      if (header.kiln !== kilnVersion()) throw new ContainerError(`written by kiln ${header.kiln}, this is kiln ${kilnVersion()}`);
-      counters.cache.bytesRead += buf.length;
-      try {
-        const now = new Date();
-        utimesSync(path, now, now); // least recently used: a hit is a use
-      } catch {
-        // removed meanwhile: the payload is already read
-      }
-      return payload;
-    } catch (e) {
-      counters.cache.corrupt++;
-      log('cache', `rejected ${path}: ${(e as Error).message}; deleting it and compiling again`);
-      rmSync(path, { force: true });
-      return null;
+      const now = new Date();
+      utimesSync(path, now, now); // least recently used: a read is a use
+    } catch {
+      // removed meanwhile: the bytes are already read
     }
+    return buf;
   }
 
-  put(kind: EntryKind, key: string, payload: CachePayload): void {
-    const path = this.file(kind, key);
+  remove(name: string): void {
+    rmSync(this.file(name), { force: true });
+  }
+
+  write(name: string, bytes: Uint8Array): boolean {
+    const path = this.file(name);
     const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
-      const buf = encodeContainer({ kind, kiln: kilnVersion(), key }, payload);
       mkdirSync(this.dir, { recursive: true });
-      writeFileSync(tmp, buf);
+      writeFileSync(tmp, bytes);
       renameSync(tmp, path);
-      counters.cache.writes++;
-      counters.cache.bytesWritten += buf.length;
-      log('cache', `wrote ${path} (${buf.length} bytes)`);
-      this.account(path, buf.length);
+      this.account(path, bytes.length);
+      return true;
     } catch (e) {
       rmSync(tmp, { force: true });
       log('cache', `could not write ${path}: ${(e as Error).message} (the cache is skipped, compiling works as usual)`);
+      return false;
     }
   }
 

@@ -11,6 +11,8 @@ import { col2imPrim, im2colPrim } from '../../ops/window.js';
 import { cumsumPrim, gatherPrim, indexAddPrim, indexSelectPrim, scatterAddPrim } from '../../ops/indexing.js';
 import { constantPrim, fillPrim, randomPrim } from '../../ops/creation.js';
 import { catPrim, expandPrim, padPrim, permutePrim, slicePrim, viewPrim } from '../../ops/movement.js';
+import { argsortPrim } from '../../ops/sorting.js';
+import { cumIndexPrim, cumprodPrim } from '../../ops/scan.js';
 
 let table: Map<string, PrimDef<unknown>> | null = null;
 
@@ -19,7 +21,7 @@ function build(): Map<string, PrimDef<unknown>> {
   const add = (p: PrimDef<never>) => m.set(p.name, p as unknown as PrimDef<unknown>);
   for (const op of [...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]) add(pointwisePrim(op) as PrimDef<never>);
   for (const p of Object.values(REDUCE_PRIMS)) add(p as PrimDef<never>);
-  for (const p of [castPrim, matmulPrim, im2colPrim, col2imPrim, gatherPrim, scatterAddPrim, indexSelectPrim, indexAddPrim, cumsumPrim, constantPrim, fillPrim, randomPrim, viewPrim, permutePrim, expandPrim, slicePrim, padPrim, catPrim]) add(p as PrimDef<never>);
+  for (const p of [castPrim, matmulPrim, im2colPrim, col2imPrim, gatherPrim, scatterAddPrim, indexSelectPrim, indexAddPrim, cumsumPrim, constantPrim, fillPrim, randomPrim, viewPrim, permutePrim, expandPrim, slicePrim, padPrim, catPrim, argsortPrim, cumprodPrim, cumIndexPrim]) add(p as PrimDef<never>);
   return m;
 }
 

@@ -1,6 +1,6 @@
 // Registers the disk store of the compile cache (imported by 'kilnjs/node').
 
-import { DiskStore } from './disk-store.js';
+import { diskStore } from './disk-store.js';
 import { registerCacheStore } from './store.js';
 
-registerCacheStore(() => new DiskStore());
+registerCacheStore(() => diskStore());

@@ -1,0 +1,74 @@
+// Cache entries over a byte store (Node): one container (container.ts) per entry, named
+// `${kind}-${key}`, verified on every read: magic, format, length, sha256, kind, key and kiln
+// version. A bad entry is logged under KILN_LOGS=cache, counted, removed from its byte store,
+// and the graph compiles again. Every byte store (the disk, a remote one) gets these checks.
+
+import { log } from '../logs.js';
+import { counters } from '../stats.js';
+import type { ByteStore } from './byte-store.js';
+import { ContainerError, decodeContainer, encodeContainer, sha256 } from './container.js';
+import { kilnVersion, platformTag, sourceFingerprint } from './environment.js';
+import type { CachePayload, CacheStore, EntryKind } from './store.js';
+
+/** Where an entry store counts what it read, wrote and rejected (default: kiln.stats().cache). */
+export interface EntryTally {
+  read(bytes: number): void;
+  wrote(bytes: number): void;
+  rejected(): void;
+}
+
+const statsTally: EntryTally = {
+  read: (n) => void (counters.cache.bytesRead += n),
+  wrote: (n) => {
+    counters.cache.writes++;
+    counters.cache.bytesWritten += n;
+  },
+  rejected: () => void counters.cache.corrupt++,
+};
+
+/** The name of an entry in its byte store (keys are sha256 hex; 40 digits are plenty). */
+export function entryName(kind: EntryKind, key: string): string {
+  return `${kind}-${key.slice(0, 40)}`;
+}
+
+export class EntryStore implements CacheStore {
+  readonly fingerprint = `kiln ${kilnVersion()} ${platformTag()} src ${sourceFingerprint()}`;
+
+  constructor(readonly bytes: ByteStore, private readonly tally: EntryTally = statsTally) {}
+
+  get location(): string {
+    return this.bytes.location;
+  }
+
+  digest(parts: readonly (string | Uint8Array)[]): string {
+    return sha256(parts);
+  }
+
+  get(kind: EntryKind, key: string): CachePayload | null {
+    const name = entryName(kind, key);
+    const buf = this.bytes.read(name);
+    if (!buf) return null;
+    try {
+      const { header, payload } = decodeContainer(buf);
+      if (header.kind !== kind) throw new ContainerError(`a ${header.kind} entry, expected ${kind}`);
+      if (header.key !== key) throw new ContainerError('foreign entry (its key differs)');
+      if (header.kiln !== kilnVersion()) throw new ContainerError(`written by kiln ${header.kiln}, this is kiln ${kilnVersion()}`);
+      this.tally.read(buf.length);
+      return payload;
+    } catch (e) {
+      this.tally.rejected();
+      log('cache', `rejected ${name} in ${this.location}: ${(e as Error).message}; deleting it and compiling again`);
+      this.bytes.remove(name);
+      return null;
+    }
+  }
+
+  put(kind: EntryKind, key: string, payload: CachePayload): void {
+    const name = entryName(kind, key);
+    const buf = encodeContainer({ kind, kiln: kilnVersion(), key }, payload);
+    if (this.bytes.write(name, buf)) {
+      this.tally.wrote(buf.length);
+      log('cache', `wrote ${name} to ${this.location} (${buf.length} bytes)`);
+    }
+  }
+}
