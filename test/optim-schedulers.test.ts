@@ -99,7 +99,8 @@ describe('RMSprop, Adagrad and clipping against torch', { skip }, () => {
           o.step();
           return loss;
         };
-        const run = compiled ? kiln.compile(step, { fullgraph: true }) : step;
+        // lrs compared exactly: the JS renderer computes float64 as eager does (native's fast math may not)
+  const run = compiled ? kiln.compile(step, { fullgraph: true, backend: 'js' }) : step;
         const losses = meta.losses.map(() => kiln.scope(() => (run() as Tensor).item()));
         assertClose(losses, meta.losses, 1e-5, `${name} (${compiled ? 'compiled' : 'eager'}) losses`);
         for (const [k, t] of Object.entries(after)) assertClose(model.stateDict()[k]!, t, 1e-5, `${name} (${compiled ? 'compiled' : 'eager'}) ${k}`);
@@ -158,7 +159,8 @@ function train(seed: number, steps: number, makeOpt: (ps: Tensor[]) => AnyOpt, m
     s.step();
     return loss;
   };
-  const run = compiled ? kiln.compile(step, { fullgraph: true }) : step;
+  // lrs compared exactly: the JS renderer computes float64 as eager does (native's fast math may not)
+  const run = compiled ? kiln.compile(step, { fullgraph: true, backend: 'js' }) : step;
   const out: Run = { losses: [], lrs: [], params: [] };
   for (let i = 0; i < steps; i++) {
     out.losses.push(kiln.scope(() => (run() as Tensor).item()));
