@@ -1,5 +1,6 @@
 // kiln: PyTorch-style tensors for TypeScript. The browser-safe entry point; Node-only
 // features (files, native backends) live in 'kilnjs/node'.
+/// <reference path="./core/ambient-types.ts" preserve="true" />
 
 import './tensor/methods.js';
 import './tensor/methods-api.js';
@@ -62,6 +63,8 @@ export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
 export { encodeCheckpoint, decodeCheckpoint, CHECKPOINT_FILES, type CheckpointParts } from './checkpoint/checkpoint.js';
+// what a workload module for `kilnjs advise` exports (types only: the advisor itself is Node-only)
+export type { Workload, WorkloadInstance, WorkloadKind, WorkloadSetupOptions } from './advisor/workload.js';
 
 /** Runs fn and disposes every tensor it made, except those it returns (or keep()s). */
 export function scope<T>(fn: () => T): T {

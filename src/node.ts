@@ -1,5 +1,6 @@
-// kiln/node: the Node-only entry point (files, the native backend). Everything browser-safe
+// kilnjs/node: the Node-only entry point (files, the native backend). Everything browser-safe
 // is in 'kilnjs'. Importing it registers kiln.compile's backend 'native'.
+/// <reference path="./core/ambient-types.ts" preserve="true" />
 
 import './tensor/methods.js';
 import './backend/native/register.js';
@@ -52,3 +53,8 @@ export async function serve(opts: import('./serve/server.js').ServeOptions): Pro
 
 // a fleet's compile cache on Redis (src/compiler/cache/remote.ts)
 export { useRemoteCache, type RemoteCache, type RemoteCacheOptions, type RemoteCacheStats } from './compiler/cache/remote.js';
+
+// the advisor (`kilnjs advise`): what a workload module exports, and the report --json writes
+export type { Workload, WorkloadInstance, WorkloadKind, WorkloadSetupOptions } from './advisor/workload.js';
+export type { AdvisorReport } from './advisor/report.js';
+export type { BreakEven, CheckItem, Projection, Verdict, VerdictResult } from './advisor/verdict.js';

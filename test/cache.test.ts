@@ -293,7 +293,7 @@ test('warmup compiles ahead for declared shapes and reports each', async () => {
 test('kiln cache save / load move a whole cache', () => {
   const src = fresh('second-js');
   const file = join(ROOT, 'bundle.kcb');
-  const bin = join(import.meta.dirname, '..', 'bin', 'kiln.ts');
+  const bin = join(import.meta.dirname, '..', 'src', 'cli.ts');
   let r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'save', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: src } });
   assert.equal(r.status, 0, r.stderr);
   const dst = fresh('moved');

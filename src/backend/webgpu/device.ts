@@ -12,7 +12,7 @@ import { WebGpuUnavailableError } from './errors.js';
 export interface WebGpuOptions {
   /** the GPU object (default: navigator.gpu) */
   readonly gpu?: GPU;
-  readonly powerPreference?: GPUPowerPreference;
+  readonly powerPreference?: 'low-power' | 'high-performance';
   /** 'compatibility' for OpenGL-class adapters (Dawn on Mesa llvmpipe, the software path) */
   readonly featureLevel?: 'core' | 'compatibility';
 }
