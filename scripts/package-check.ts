@@ -97,6 +97,12 @@ try {
     if (foreign.length) return `the bundle holds more than kilnjs's dist/ and the page: ${foreign.join(', ')}`;
     const builtins = Object.values(b.metafile.inputs).flatMap((i) => i.imports.filter((m) => m.path.startsWith('node:') || m.external).map((m) => m.path));
     if (builtins.length) return `the browser bundle reaches Node built-ins: ${builtins.join(', ')}`;
+    // 'kilnjs/node' in a browser bundle: the stub that names the mistake, not Node built-ins
+    const nodeEntry = await build({
+      stdin: { contents: "import 'kilnjs/node';", resolveDir: project }, bundle: true, platform: 'browser', format: 'esm', write: false, metafile: true, logLevel: 'silent',
+    });
+    const nodeInputs = Object.keys(nodeEntry.metafile.inputs);
+    if (!nodeInputs.includes('node_modules/kilnjs/dist/node-browser.js') || nodeInputs.length !== 2) return `a browser bundle of 'kilnjs/node' holds ${nodeInputs.join(', ')}`;
     const js = b.outputFiles[0]!.text;
     const browser = await launchChromium();
     const served = await servePage(`<!doctype html><meta charset="utf-8"><script type="module">${js.replace(/<\/script/gi, '<\\/script')}</script>`);

@@ -55,7 +55,7 @@ export function tail(r: SpawnSyncReturns<string>, lines = 15): string {
 /** `npm pack` into `dest`: runs the prepack script (the build), then packs what `files` lists. */
 export function pack(dest: string): Packed {
   const r = run('npm', ['pack', '--json', '--pack-destination', dest]);
-  if (r.status !== 0) throw new Error(`npm pack failed (exit ${r.status}):\n${tail(r)}`);
+  if (r.status !== 0) throw new Error(`npm pack failed (exit ${r.status}):\n${tail(r, 60)}`);
   // the prepack script's output comes first on stdout; npm's JSON is the rest
   const json = r.stdout.slice(r.stdout.search(/^\[/m));
   const [info] = JSON.parse(json) as { filename: string; size: number; unpackedSize: number; files: { path: string }[] }[];

@@ -4,8 +4,6 @@
 // and the optional features kiln uses where the adapter has them ('timestamp-query',
 // 'subgroups', 'shader-f16'; the backend turns subgroup reductions on when the device has the feature).
 
-/// <reference types="@webgpu/types" />
-
 import { WebGpuBackend } from './index.js';
 import { WebGpuUnavailableError } from './errors.js';
 

@@ -12,8 +12,6 @@
 // Errors the device reports later (validation, out of memory, a shader compile error, a lost
 // device) are kept and thrown by the next call, and reject pending reads: never swallowed.
 
-/// <reference types="@webgpu/types" />
-
 import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording, RecordStep } from '../backend.js';
 import type { KernelArgs, KernelSpec, RandomDist } from '../kernel-spec.js';
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';

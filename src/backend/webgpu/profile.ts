@@ -9,8 +9,6 @@
 // replacing `sync()`-timed totals.
 // Without the feature, profile() throws WebGpuUnsupportedError (see index.ts).
 
-/// <reference types="@webgpu/types" />
-
 import { TimestampPairs } from './timestamps.js';
 
 /** dispatches per query set (2 timestamps each; WebGPU allows 4096 queries per set) */
