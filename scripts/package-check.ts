@@ -99,7 +99,7 @@ try {
     if (builtins.length) return `the browser bundle reaches Node built-ins: ${builtins.join(', ')}`;
     // 'kilnjs/node' in a browser bundle: the stub that names the mistake, not Node built-ins
     const nodeEntry = await build({
-      stdin: { contents: "import 'kilnjs/node';", resolveDir: project }, bundle: true, platform: 'browser', format: 'esm', write: false, metafile: true, logLevel: 'silent',
+      stdin: { contents: "import 'kilnjs/node';", resolveDir: project }, absWorkingDir: project, bundle: true, platform: 'browser', format: 'esm', write: false, metafile: true, logLevel: 'silent',
     });
     const nodeInputs = Object.keys(nodeEntry.metafile.inputs);
     if (!nodeInputs.includes('node_modules/kilnjs/dist/node-browser.js') || nodeInputs.length !== 2) return `a browser bundle of 'kilnjs/node' holds ${nodeInputs.join(', ')}`;
