@@ -1,9 +1,10 @@
-// `npm run bench:install`, run first by `npm run bench`, `bench:cpu` and `bench:eager`: installs
-// the benchmark peers of bench/package.json (onnxruntime-node, TensorFlow.js, jax-js) into
-// bench/node_modules, once, and again after bench/package.json or its lock file changes. They
-// are a package of their own so that installing kiln never installs them (onnxruntime-node
-// alone is ~290 MB). `--ignore-scripts`: of these packages only onnxruntime-node has an install
-// script, and all it does is download GPU (CUDA) binaries; its CPU binaries are in the package.
+// `npm run bench:install`, run first by `npm run bench`, `bench:cpu`, `bench:eager` and
+// `bench:serve`: installs the benchmark peers of bench/package.json (onnxruntime-node,
+// TensorFlow.js, jax-js, autocannon) into bench/node_modules, once, and again after
+// bench/package.json or its lock file changes. They are a package of their own so that
+// installing kiln never installs them (onnxruntime-node alone is ~290 MB). `--ignore-scripts`:
+// of these packages only onnxruntime-node has an install script, and all it does is download
+// GPU (CUDA) binaries; its CPU binaries are in the package.
 //
 //   node bench/install.mjs [--force]
 

@@ -1,11 +1,12 @@
 // The built package, as npm packs it (the build runs here: `npm pack` runs the prepack
 // script, scripts/build.mjs): only what users need, under 1 MB, every exports/bin target and
 // side-effect module accounted for; then the tarball unpacked as node_modules/kilnjs of a
-// project outside the repository, without tsx anywhere it can be found, where plain `node`
-// trains the README's example (test/package/consumer-node.mjs), `require()` works, and the
-// bin runs the advisor's own examples. scripts/package-check.ts (CI) goes further: a real
-// `npm install` of the tarball, the strict TypeScript consumer, the default `advise --example
-// mlp` and the browser bundle in Chromium.
+// project outside the repository (its dependencies linked from the repository's install),
+// without tsx anywhere it can be found, where plain `node` trains the README's example
+// (test/package/consumer-node.mjs), `require()` works, and the bin runs the advisor's own
+// examples and says how to load TypeScript modules. scripts/package-check.ts (CI) goes
+// further: a real `npm install` of the tarball, the strict TypeScript consumer, the default
+// `advise --example mlp` and the browser bundle in Chromium.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nativeUnavailableReason } from 'kilnjs/node';
 import { loaderArgs } from '../src/advisor/cache-check.js';
-import { CONSUMER_DIR, MAX_PACKED_BYTES, ROOT, consumerEnv, hasSideEffects, pack, packProblems, run, tail, type Packed } from '../scripts/lib/package.js';
+import { CONSUMER_DIR, MAX_PACKED_BYTES, ROOT, consumerEnv, hasSideEffects, pack, packageJson, packProblems, run, tail, type Packed } from '../scripts/lib/package.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'kilnjs-package-test-'));
 const project = join(tmp, 'project');
@@ -58,9 +59,12 @@ test('the tarball as node_modules/kilnjs: plain node trains the README example e
     assert.equal(r.status, 0, tail(r));
     assert.match(r.stdout, /koffi package cannot be loaded .*optional dependency for the native backend; add it with `npm install koffi`/);
   }
-  // koffi from the repository's install, as npm would have put it beside kilnjs
-  const koffi = join(ROOT, 'node_modules', 'koffi');
-  if (existsSync(koffi)) symlinkSync(koffi, join(project, 'node_modules', 'koffi'), 'dir');
+  // the dependencies (and koffi) from the repository's install, as npm would have put them beside kilnjs
+  const pkg = packageJson();
+  for (const name of [...Object.keys(pkg.dependencies), ...Object.keys(pkg.optionalDependencies)]) {
+    const from = join(ROOT, 'node_modules', name);
+    if (existsSync(from)) symlinkSync(from, join(project, 'node_modules', name), 'dir');
+  }
 
   if (why) t.diagnostic(`native left out: ${why}`);
   const r = run(process.execPath, ['consumer-node.mjs', 'js', 'wasm', ...(why ? [] : ['native'])], { cwd: project, env });
@@ -91,6 +95,16 @@ test('the bin runs compiled JavaScript: --help, and the advisor measures its own
   const missing = run(process.execPath, [bin, 'advise', '--example', 'nope', '--quiet'], { cwd: project, env });
   assert.equal(missing.status, 1);
   assert.match(missing.stderr, /there is no example 'nope' \(examples: char-gpt, denoiser, mlp, recommender\)/);
+  const serveHelp = run(process.execPath, [bin, 'serve', '--help'], { cwd: project, env });
+  assert.equal(serveHelp.status, 0, tail(serveHelp));
+  assert.match(serveHelp.stdout, /kilnjs serve <model> \[options\]/);
+  // a TypeScript module file without a loader: both commands say how to run it
+  writeFileSync(join(project, 'typed.ts'), 'export const workload: unknown = null;\n');
+  for (const command of ['advise', 'serve']) {
+    const r = run(process.execPath, [bin, command, 'typed.ts'], { cwd: project, env });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, new RegExp(`Node cannot import TypeScript by itself: run \`npx tsx node_modules/\\.bin/kilnjs ${command} typed\\.ts\``), `${command}: ${tail(r)}`);
+  }
   for (const example of ['mlp', 'char-gpt']) {
     const json = join(project, `${example}.json`);
     const r = run(process.execPath, [bin, 'advise', '--example', example, '--backend', 'js', '--calls', '2', '--warmup', '1', '--no-cache-check', '--no-html', '--quiet', '--json', json], { cwd: project, env });

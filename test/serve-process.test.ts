@@ -1,4 +1,4 @@
-// `kilnjs serve` as a process (bin/kiln.ts serve), on 127.0.0.1 with a free port: /readyz
+// `kilnjs serve` as a process (src/cli.ts serve), on 127.0.0.1 with a free port: /readyz
 // answers 200 only after warm-up (while /healthz answers from the start), and SIGTERM stops
 // accepting, answers every request already accepted, and exits 0.
 

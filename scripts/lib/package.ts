@@ -24,6 +24,8 @@ export interface Packed {
 
 interface PackageJson {
   name: string;
+  dependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
   exports: Record<string, string | Record<string, string>>;
   bin: Record<string, string>;
   sideEffects: string[];

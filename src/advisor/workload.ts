@@ -41,6 +41,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as kiln from '../index.js';
+import { loaderHint } from '../io/loader-hint.js';
 
 export type WorkloadKind = 'training' | 'inference';
 
@@ -153,11 +154,7 @@ export async function loadWorkloadModule(path: string): Promise<LoadedWorkload> 
   try {
     mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
-    // Node 20 runs JavaScript only: a TypeScript workload needs a loader in the process
-    const hint = (e as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION'
-      ? ` (Node cannot import TypeScript by itself: run \`npx tsx node_modules/.bin/kilnjs advise ${path}\` with tsx installed, or write the workload as an .mjs file)`
-      : '';
-    throw new WorkloadError(`could not import ${path}: ${(e as Error).message}${hint}`);
+    throw new WorkloadError(`could not import ${path}: ${(e as Error).message}${loaderHint(e, 'advise', path)}`);
   }
   const w = mod.default ?? mod.workload;
   if (w === undefined) throw new WorkloadError(`${path} exports no workload: export one as default or as 'workload' (the Workload type of 'kilnjs')`);
