@@ -14,7 +14,7 @@ import { mlp, upperTriangleIndex, W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_ROWS
 import { matmulFlops, mlpTrainStepFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 
-export { W6_TABLES } from '../../src/advisor/examples/lib/dlrm.js';
+export { W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_PAIRS, W6_ROWS, W6_TABLES, W6_TOP, W6_VECTORS } from '../../src/advisor/examples/lib/dlrm.js';
 export const W6_LR = 0.01;
 export const W6_BATCH_GPU = 2048;
 export const W6_ROWS_GPU = 100_000;
