@@ -2,14 +2,15 @@
 // The `kilnjs` command line (package.json "bin": the built dist/cli.js; `npm start` runs this
 // source with tsx):
 //   kilnjs advise [workload-module] [--example NAME] [options]   (src/advisor/cli.ts; kilnjs advise --help)
-//   kilnjs cache save <file> | cache load <file> | cache dir      (src/compiler/cache/bundle.ts)
+//   kilnjs cache save <file> [--sign KEY] | cache load <file> [--trust PUB]... [--unsafe-unsigned] | cache keygen NAME | cache dir
+//                                                                (src/compiler/cache/cache-cli.ts)
 //   kilnjs serve <artifact or module file> [options]             (src/serve/cli.ts; kilnjs serve --help)
 
 import { main } from './advisor/cli.js';
 
 const argv = process.argv.slice(2);
 if (argv[0] === 'cache') {
-  const { cacheCli } = await import('./compiler/cache/bundle.js');
+  const { cacheCli } = await import('./compiler/cache/cache-cli.js');
   process.exitCode = cacheCli(argv.slice(1));
 } else if (argv[0] === 'serve') {
   const { serveCli } = await import('./serve/cli.js');

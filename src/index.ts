@@ -55,7 +55,7 @@ import './backend/webgpu/register.js';
 import './backend/wasm/register.js';
 export { WasmBackend, wasmStats, setWasmThreads, wasmUnavailableReason, WasmCompileError, WasmUnavailableError, type WasmStats } from './backend/wasm/index.js';
 export { encodeSafetensors, decodeSafetensors, type RawTensor, type SafetensorsFileDType } from './io/safetensors.js';
-export { compile, explain, stats, customOp, read, GraphBreakError, RecompileError } from './compiler/index.js';
+export { compile, explain, stats, customOp, read, GraphBreakError, InvalidProgramError, RecompileError } from './compiler/index.js';
 export { markDynamic, markStatic } from './compiler/index.js';
 export type { CompileOptions, Compiled, CompiledModule, CompiledGenerator, CompilerStats, ExplainResult } from './compiler/index.js';
 export * as compiler from './compiler/public.js';

@@ -39,7 +39,8 @@ export { requestWebGpuBackend, type NodeWebGpuOptions } from './backend/webgpu/n
 // the persistent compile cache and ahead-of-time artifacts (src/compiler/cache)
 export { exportArtifact as export, exportArtifact, loadArtifact as load, loadArtifact, type ExportOptions, type LoadOptions, type LoadedArtifact } from './compiler/cache/artifact.js';
 export { saveCache, loadCache } from './compiler/cache/bundle.js';
-export { ArtifactError } from './compiler/cache/errors.js';
+export { ArtifactError, UntrustedFileError } from './compiler/cache/errors.js';
+export type { KeyInput, TrustOptions } from './compiler/cache/seal.js';
 
 // serving (src/serve): Fastify and prom-client load only when a server starts
 export type { ServeOptions, KilnServer } from './serve/server.js';

@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +13,8 @@ import * as kiln from 'kilnjs';
 import * as kilnNode from 'kilnjs/node';
 import { buildModel, input } from './fixtures/cache-child.js';
 import { wasmUnavailableReason } from '../src/backend/wasm/index.js';
+import { entries, runChild, runChildAsync, runCli } from './helpers/cache-children.js';
 
-const CHILD = join(import.meta.dirname, 'fixtures', 'cache-child.ts');
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-cache-test-'));
 process.env.KILN_CACHE_DIR = join(ROOT, 'parent');
 // keys cover kiln's sources too; other work editing them between two children must not turn hits into misses
@@ -30,58 +30,35 @@ const BACKENDS: { name: string; skip: string | false }[] = [
   { name: 'wasm', skip: wasmWhy ? `wasm backend unavailable: ${wasmWhy}` : false },
 ];
 
-interface ChildResult { out: number[][]; stats: kiln.CompilerStats; info: unknown }
-
-function childArgs(opts: object): string[] {
-  return ['--import', 'tsx', CHILD, JSON.stringify(opts)];
-}
-
-function run(dir: string, opts: object, env: Record<string, string> = {}): ChildResult {
-  const r = spawnSync(process.execPath, childArgs(opts), { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: dir, KILN_LOGS: 'cache', ...env }, timeout: 240_000 });
-  assert.equal(r.status, 0, `child failed:\n${r.stderr}`);
-  return { ...(JSON.parse(r.stdout.trim().split('\n').at(-1)!) as ChildResult), logs: r.stderr } as ChildResult & { logs: string };
-}
-
-function runAsync(dir: string, opts: object): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, childArgs(opts), { env: { ...process.env, KILN_CACHE_DIR: dir } });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!) as ChildResult) : reject(new Error(`child exited ${code}: ${err}`))));
-  });
-}
-
-const entries = (dir: string) => readdirSync(join(dir, 'compile')).filter((n) => n.endsWith('.kc')).map((n) => join(dir, 'compile', n));
 const fresh = (name: string) => join(ROOT, name);
 
 for (const b of BACKENDS) {
   test(`${b.name}: a second process hits the cache (module: tracing skipped) and computes the same results`, { skip: b.skip }, () => {
     const dir = fresh(`second-${b.name}`);
     const opts = { backend: b.name, mode: 'module', batch: [8, 3] };
-    const cold = run(dir, opts);
+    const cold = runChild(dir, opts);
     assert.equal(cold.stats.cache.hits, 0);
     assert.equal(cold.stats.cache.misses, 2);
     assert.ok(cold.stats.cache.writes >= 4, 'two programs and two warm starts written');
-    const warm = run(dir, opts);
+    const warm = runChild(dir, opts);
     assert.equal(warm.stats.cache.hits, 2);
     assert.equal(warm.stats.cache.traceSkips, 2);
     assert.equal(warm.stats.cache.misses, 0);
     assert.equal(warm.stats.cacheMisses, 0, 'no call traced');
     assert.deepEqual(warm.out, cold.out);
-    assert.match((warm as ChildResult & { logs: string }).logs, /warm start: tracing skipped/);
+    assert.match(warm.logs, /warm start: tracing skipped/);
     // every backend hands its stored code back (exportCode/importCode): no code regenerated
-    assert.match((warm as ChildResult & { logs: string }).logs, /generated code reused/);
-    assert.doesNotMatch((warm as ChildResult & { logs: string }).logs, /code regenerated/);
+    assert.match(warm.logs, /generated code reused/);
+    assert.doesNotMatch(warm.logs, /code regenerated/);
   });
 
   test(`${b.name}: a compiled module called in grad mode, backward outside: a second process skips tracing and takes both programs from the cache`, { skip: b.skip }, () => {
     const dir = fresh(`train-${b.name}`);
     const opts = { backend: b.name, mode: 'train', batch: [6] };
-    const cold = run(dir, opts);
+    const cold = runChild(dir, opts);
     assert.equal(cold.stats.aotCompiles, 1);
     assert.ok(cold.stats.cache.writes >= 3, 'forward, backward and the warm start written');
-    const warm = run(dir, opts);
+    const warm = runChild(dir, opts);
     assert.equal(warm.stats.cache.traceSkips, 1, 'the pair is a warm start');
     assert.equal(warm.stats.cache.hits, 2, 'forward and backward programs from the cache');
     assert.equal(warm.stats.cache.misses, 0);
@@ -93,8 +70,8 @@ for (const b of BACKENDS) {
   test(`${b.name}: a function (no named captures) traces but takes its program from the cache`, { skip: b.skip }, () => {
     const dir = fresh(`fn-${b.name}`);
     const opts = { backend: b.name, mode: 'fn', batch: [5] };
-    const cold = run(dir, opts);
-    const warm = run(dir, opts);
+    const cold = runChild(dir, opts);
+    const warm = runChild(dir, opts);
     assert.equal(warm.stats.cache.hits, 1);
     assert.equal(warm.stats.cache.traceSkips, 0);
     assert.equal(warm.stats.cacheMisses, 1, 'traced once');
@@ -107,7 +84,7 @@ for (const b of BACKENDS) {
     const x = input(6);
     const expected = Array.from(kiln.noGrad(() => kiln.compile(model, { backend: b.name, cache: false })(x)).dataSync());
     kiln.noGrad(() => kilnNode.export(model, [x], path, { backends: [b.name] }));
-    const loaded = run(fresh(`load-${b.name}`), { load: path, backend: b.name, batch: [6] });
+    const loaded = runChild(fresh(`load-${b.name}`), { load: path, backend: b.name, batch: [6] });
     assert.deepEqual(loaded.out[0], expected);
     assert.equal((loaded.info as { codegen: boolean }).codegen, false);
     assert.equal(loaded.stats.cacheMisses, 0, 'no tracing');
@@ -116,7 +93,7 @@ for (const b of BACKENDS) {
     const bare = join(ROOT, `bare-${b.name}.kiln`);
     kiln.noGrad(() => kilnNode.export(model, [x], bare, { backends: [b.name], weights: false }));
     assert.ok(statSync(bare).size < statSync(path).size);
-    assert.deepEqual(run(fresh(`bare-${b.name}`), { load: bare, backend: b.name, params: true, batch: [6] }).out[0], expected);
+    assert.deepEqual(runChild(fresh(`bare-${b.name}`), { load: bare, backend: b.name, params: true, batch: [6] }).out[0], expected);
     assert.throws(() => kilnNode.load(bare), (e: Error) => e.name === 'ArtifactError' && /without weights/.test(e.message));
   });
 }
@@ -124,13 +101,13 @@ for (const b of BACKENDS) {
 test('native: a program entry whose libraries are gone renders and compiles them again', { skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false }, () => {
   const dir = fresh('native-libs-gone');
   const opts = { backend: 'native', mode: 'module', batch: [4] };
-  const cold = run(dir, opts);
+  const cold = runChild(dir, opts);
   // the program entry names its libraries; without them the hit must not bind anything stale
   for (const n of readdirSync(join(dir, 'native'))) if (n.endsWith('.so')) rmSync(join(dir, 'native', n));
-  const warm = run(dir, opts);
+  const warm = runChild(dir, opts);
   assert.equal(warm.stats.cache.hits, 1);
   assert.deepEqual(warm.out, cold.out);
-  const again = run(dir, opts);
+  const again = runChild(dir, opts);
   assert.deepEqual(again.out, cold.out);
 });
 
@@ -153,7 +130,7 @@ test('compile(fn, { captures }) places the captures in the wasm heap when compil
 test('corrupt entries (flipped bytes, truncated, another kiln version) are detected, deleted and recompiled', () => {
   const dir = fresh('corrupt');
   const opts = { mode: 'module', batch: [8] };
-  const cold = run(dir, opts);
+  const cold = runChild(dir, opts);
   const damage: [string, (b: Buffer) => Buffer][] = [
     ['flip', (b) => {
       const c = Buffer.from(b);
@@ -166,12 +143,12 @@ test('corrupt entries (flipped bytes, truncated, another kiln version) are detec
   ];
   for (const [what, f] of damage) {
     for (const p of entries(dir)) writeFileSync(p, f(readFileSync(p)));
-    const r = run(dir, opts) as ChildResult & { logs: string };
+    const r = runChild(dir, opts);
     assert.equal(r.stats.cache.corrupt, 2, `${what}: both entries rejected\n${r.logs}`);
     assert.equal(r.stats.cache.hits, 0, what);
     assert.match(r.logs, /rejected .*deleting it and compiling again/, what);
     assert.deepEqual(r.out, cold.out, `${what}: same results after recompiling`);
-    const again = run(dir, opts);
+    const again = runChild(dir, opts);
     assert.equal(again.stats.cache.traceSkips, 1, `${what}: the rewritten entries hit`);
   }
 });
@@ -179,9 +156,9 @@ test('corrupt entries (flipped bytes, truncated, another kiln version) are detec
 test('two processes compiling into one cache concurrently both succeed', async () => {
   const dir = fresh('concurrent');
   const opts = { mode: 'module', batch: [4, 9, 2] };
-  const [a, b] = await Promise.all([runAsync(dir, opts), runAsync(dir, opts)]);
+  const [a, b] = await Promise.all([runChildAsync(dir, opts), runChildAsync(dir, opts)]);
   assert.deepEqual(a.out, b.out);
-  const c = run(dir, opts);
+  const c = runChild(dir, opts);
   assert.equal(c.stats.cache.traceSkips, 3);
   assert.equal(c.stats.cache.corrupt, 0);
   assert.deepEqual(c.out, a.out);
@@ -191,27 +168,29 @@ test('two processes compiling into one cache concurrently both succeed', async (
 test('eviction keeps the cache under its cap (least recently used first)', () => {
   const dir = fresh('evict');
   const capMb = 0.03; // ~31 KB: a few entries of this model
-  const r = run(dir, { mode: 'module', batch: [1, 2, 3, 4, 5, 6] }, { KILN_CACHE_MAX_MB: String(capMb) });
+  const r = runChild(dir, { mode: 'module', batch: [1, 2, 3, 4, 5, 6] }, { KILN_CACHE_MAX_MB: String(capMb) });
   assert.ok(r.stats.cache.evictions > 0);
   const total = entries(dir).reduce((a, p) => a + statSync(p).size, 0);
   assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
   // the newest entries survived: the last batch size starts warm
-  const last = run(dir, { mode: 'module', batch: [6] }, { KILN_CACHE_MAX_MB: String(capMb) });
+  const last = runChild(dir, { mode: 'module', batch: [6] }, { KILN_CACHE_MAX_MB: String(capMb) });
   assert.equal(last.stats.cache.traceSkips, 1);
 });
 
-test('a process that writes once still keeps the folder under its cap (the scan runs after its call)', () => {
-  const dir = fresh('evict-once');
-  const capMb = 0.03;
-  const stale = join(dir, 'compile', 'program-stale-from-another-process.kc');
-  mkdirSync(join(dir, 'compile'), { recursive: true });
-  writeFileSync(stale, Buffer.alloc(40_000)); // over the cap on its own
-  utimesSync(stale, new Date(0), new Date(0));
-  const r = run(dir, { mode: 'fn', batch: [3] }, { KILN_CACHE_MAX_MB: String(capMb) });
-  assert.equal(r.stats.cache.writes, 1, 'one write: the scan is the deferred one');
-  assert.equal(existsSync(stale), false, 'the least recently used entry was evicted');
-  const total = entries(dir).reduce((a, p) => a + statSync(p).size, 0);
-  assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
+test('a process that writes once still keeps the folder under its cap: the scan runs after its call, or at exit when it exits at once', () => {
+  for (const exitNow of [false, true]) {
+    const dir = fresh(`evict-once-${exitNow}`);
+    const capMb = 0.03;
+    const stale = join(dir, 'compile', 'program-stale-from-another-process.kc');
+    mkdirSync(join(dir, 'compile'), { recursive: true });
+    writeFileSync(stale, Buffer.alloc(40_000)); // over the cap on its own
+    utimesSync(stale, new Date(0), new Date(0));
+    const r = runChild(dir, { mode: 'fn', batch: [3], exitNow }, { KILN_CACHE_MAX_MB: String(capMb) });
+    assert.equal(r.stats.cache.writes, 1, 'one write: the scan is the deferred one');
+    assert.equal(existsSync(stale), false, `exitNow ${exitNow}: the least recently used entry was evicted`);
+    const total = entries(dir).reduce((a, p) => a + statSync(p).size, 0);
+    assert.ok(total <= capMb * 2 ** 20, `${total} bytes on disk, cap ${capMb * 2 ** 20}`);
+  }
 });
 
 test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph, compiled or given as { captures }', () => {
@@ -255,7 +234,7 @@ process.stdout.write(JSON.stringify({ out: Array.from(y.dataSync()), outFn: Arra
 
 test('KILN_CACHE=0 and { cache: false } switch the cache off', () => {
   const dir = fresh('off');
-  const r = run(dir, { mode: 'module' }, { KILN_CACHE: '0' });
+  const r = runChild(dir, { mode: 'module' }, { KILN_CACHE: '0' });
   assert.equal(r.stats.cache.writes + r.stats.cache.misses + r.stats.cache.hits, 0);
   kiln.compiler.reset();
   kiln.noGrad(() => kiln.compile(buildModel(), { cache: false })(input(2)));
@@ -293,13 +272,12 @@ test('warmup compiles ahead for declared shapes and reports each', async () => {
 test('kiln cache save / load move a whole cache', () => {
   const src = fresh('second-js');
   const file = join(ROOT, 'bundle.kcb');
-  const bin = join(import.meta.dirname, '..', 'src', 'cli.ts');
-  let r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'save', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: src } });
+  let r = runCli(['cache', 'save', file], { KILN_CACHE_DIR: src });
   assert.equal(r.status, 0, r.stderr);
   const dst = fresh('moved');
-  r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'load', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: dst } });
+  r = runCli(['cache', 'load', file], { KILN_CACHE_DIR: dst });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /files added/);
-  const moved = run(dst, { backend: 'js', mode: 'module', batch: [8, 3] });
+  const moved = runChild(dst, { backend: 'js', mode: 'module', batch: [8, 3] });
   assert.equal(moved.stats.cache.traceSkips, 2);
 });

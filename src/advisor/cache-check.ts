@@ -18,6 +18,7 @@ import type * as kiln from '../index.js';
 import type { LoadedWorkload } from './workload.js';
 import type { RunnerArgs, RunnerResult } from './first-call-runner.js';
 import { round } from './calls.js';
+import { untrustedFolder } from '../compiler/cache/provenance.js';
 
 export interface FirstCallRun {
   /** the first compiled call (ms) */
@@ -62,9 +63,11 @@ export interface CacheConfig {
   disabled: boolean;
   /** the folder, or the nearest existing folder above it (kiln creates the rest), is writable */
   writable: boolean;
+  /** why kiln would not use the folder (another user could write it or a folder above it: src/compiler/cache/provenance.ts), or null */
+  untrusted: string | null;
 }
 
-/** Mirrors src/compiler/cache/disk-store.ts cacheRoot() and store.ts cacheDisabledByEnv(). */
+/** Mirrors src/compiler/cache/disk-store.ts cacheRoot() and store.ts cacheDisabledByEnv(), and its provenance check. */
 export function cacheConfig(env: NodeJS.ProcessEnv = process.env): CacheConfig {
   const from = env.KILN_CACHE_DIR ? 'KILN_CACHE_DIR' : env.XDG_CACHE_HOME ? 'XDG_CACHE_HOME' : 'default';
   const dir = resolve(env.KILN_CACHE_DIR || (env.XDG_CACHE_HOME ? join(env.XDG_CACHE_HOME, 'kiln') : join(homedir(), '.cache', 'kiln')));
@@ -77,7 +80,7 @@ export function cacheConfig(env: NodeJS.ProcessEnv = process.env): CacheConfig {
   } catch {
     writable = false;
   }
-  return { dir, from, disabled: off === '0' || off === 'false' || off === 'off' || off === 'no', writable };
+  return { dir, from, disabled: off === '0' || off === 'false' || off === 'off' || off === 'no', writable, untrusted: untrustedFolder(join(dir, 'compile')) };
 }
 
 const here = fileURLToPath(import.meta.url);

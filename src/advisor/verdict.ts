@@ -306,7 +306,7 @@ export interface CacheFacts {
   /** withWarmCache(breakEven, cold - warm) when the warm run hit */
   warmBreakEven: BreakEven | null;
   /** the user's cache folder, from this process's environment */
-  config: { dir: string; from: string; disabled: boolean; writable: boolean };
+  config: { dir: string; from: string; disabled: boolean; writable: boolean; untrusted?: string | null };
 }
 
 /** What the verdict needs of shape-policies.ts's DynamicShapes. */
@@ -524,8 +524,9 @@ function fmtCalls(n: number): string {
 // ---------------------------------------------------------------- checklist
 
 /**
- * 'cache': the folder the user's processes would use is enabled and writable, and a restarted
- * process hit a warm cache (pass); off, unwritable or no hit (fail); not measured (unknown).
+ * 'cache': the folder the user's processes would use is enabled, writable and trusted (nobody
+ * else can write it), and a restarted process hit a warm cache (pass); off, unwritable,
+ * untrusted or no hit (fail); not measured (unknown).
  */
 function cacheItem(c: CacheFacts | null): CheckItem {
   const item = 'persistent compile cache configured';
@@ -534,6 +535,7 @@ function cacheItem(c: CacheFacts | null): CheckItem {
   const where = `${cfg.dir} (${cfg.from === 'default' ? 'the default folder' : `from ${cfg.from}`})`;
   if (cfg.disabled) return { id: 'cache', item, status: 'fail', detail: `KILN_CACHE turns the cache off in this environment: every process start compiles again (folder would be ${where})` };
   if (!cfg.writable) return { id: 'cache', item, status: 'fail', detail: `the cache folder ${where} is not writable: set KILN_CACHE_DIR to a writable folder on persistent storage` };
+  if (cfg.untrusted) return { id: 'cache', item, status: 'fail', detail: `kiln will not use the cache folder ${where}: ${cfg.untrusted} (it runs code from a cache folder only if the user owns it and nobody else can write it): chmod go-w it, or set KILN_CACHE_DIR to a folder of the service's own` };
   if (c.status !== 'ok') return { id: 'cache', item, status: 'unknown', detail: `cache folder ${where} is writable; the restart was not measured: ${c.reason ?? c.status}` };
   if (!c.hit && c.coldWrites === 0) return { id: 'cache', item, status: 'unknown', detail: `cache folder ${where} is writable, but this backend wrote no entries in a cold process: restarts have nothing to reuse` };
   if (!c.hit) return { id: 'cache', item, status: 'fail', detail: `cache folder ${where} is writable, but a restarted process found nothing to reuse (0 hits of ${c.coldWrites} entries written): every start compiles again` };

@@ -13,7 +13,7 @@ export { customOp, type CustomOpDef } from './custom-op.js';
 export { read, ReadRequest } from './async-read.js';
 export { markDynamic, markStatic } from './dynamic.js';
 export type { BucketSpec } from './bucket.js';
-export { GraphBreakError, RecompileError } from './errors.js';
+export { GraphBreakError, InvalidProgramError, RecompileError } from './errors.js';
 export type { CompileOptions, CompileMode, Stance } from './compile.js';
 export { setLogs, LOG_CHANNELS } from './logs.js';
 export { setDebugDir } from './debug-dir.js';

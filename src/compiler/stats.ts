@@ -81,12 +81,18 @@ export interface CacheStats {
   evictions: number;
   /** entries rejected (bad checksum, truncated, foreign key or version), deleted and recompiled */
   corrupt: number;
+  /** entries and native libraries whose seal (HMAC under this user's secret) did not verify, or that sit in a folder others can write: not run, recompiled */
+  untrusted: number;
+  /** entries that verified but do not follow the schema (a nonsensical graph or program): not run, recompiled */
+  invalid: number;
   /** compile time the hits did not spend (what the entries cost to make, minus loading them) */
   compileMsSaved: number;
+  /** time the trust checks took: entries' seals (HMAC), decoded graphs' and programs' schemas, native libraries' seals (the checksum and decoding are not counted) */
+  verifyMs: number;
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, traceChecks: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, interpretedReplays: 0, interpretedReasons: [], aotCompiles: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
+  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, traceChecks: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, interpretedReplays: 0, interpretedReasons: [], aotCompiles: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, untrusted: 0, invalid: 0, compileMsSaved: 0, verifyMs: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
 }
 
 export let counters: CompilerStats = fresh();

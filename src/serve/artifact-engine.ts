@@ -10,6 +10,7 @@ import { zeros } from '../ops/creation.js';
 import { isTensor } from '../tensor/tensor.js';
 import { scope } from '../tensor/scope.js';
 import { artifactRows, loadArtifact } from '../compiler/cache/artifact.js';
+import type { TrustOptions } from '../compiler/cache/seal.js';
 import { yieldToLoop, type Engine, type EngineOutput, type Mode, type WarmupEntry } from './engine.js';
 import { engineOutputs, toTensor } from './kiln-tensors.js';
 import type { InputSpec } from './signature.js';
@@ -19,11 +20,13 @@ export interface ArtifactEngineOptions {
   /** which stored backend (default: the first that runs here) */
   readonly backend?: string;
   readonly mode?: Mode;
+  /** who may have signed it (kiln.load's TrustOptions; default: only artifacts made by this user here) */
+  readonly trust?: TrustOptions;
 }
 
 export function artifactEngine(o: ArtifactEngineOptions): Engine {
   const t0 = performance.now();
-  const loaded = loadArtifact(o.path, o.backend ? { backend: o.backend } : {});
+  const loaded = loadArtifact(o.path, { ...(o.backend ? { backend: o.backend } : {}), ...o.trust });
   const loadMs = performance.now() - t0;
   const where = `kilnjs serve ${o.path}`;
   const args = loaded.artifact.inputs;

@@ -13,7 +13,10 @@ usage:
   kilnjs serve <model> [options]
 
 model (one of):
-  an artifact                a file written by kiln.export (one batch size: its own)
+  an artifact                a file written by kiln.export (one batch size: its own); it holds code,
+                             so it must be signed by a key you trust, or made by this user here:
+  --trust PUBKEY_FILE        an Ed25519 public key the artifact may be signed with (repeatable)
+  --unsafe-unsigned          serve an unsigned or untrusted artifact anyway (its code runs as you)
   a module file              .ts/.js exporting a servable model (src/serve/model-file.ts)
   --weights FILE             safetensors weights for a module file
 
@@ -94,6 +97,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       'drain-timeout-ms': { type: 'string' }, 'admin-token-file': { type: 'string' }, 'log-level': { type: 'string' },
       'canary-fraction': { type: 'string' }, 'canary-rtol': { type: 'string' }, 'canary-atol': { type: 'string' }, 'canary-window': { type: 'string' }, 'canary-max-failures': { type: 'string' },
       'remote-cache': { type: 'string' }, 'cache-secret-file': { type: 'string' }, 'cache-public-key': { type: 'string' }, 'cache-private-key': { type: 'string' }, 'remote-cache-unauthenticated': { type: 'boolean' },
+      trust: { type: 'string', multiple: true }, 'unsafe-unsigned': { type: 'boolean' },
     },
   });
   if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'which model? kilnjs serve <artifact or module file>' : `expected one model, got ${positionals.join(', ')}`);
@@ -127,6 +131,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       maxWaitMs: real(v['max-wait-ms'], 'max-wait-ms'), maxQueue: int(v['max-queue'], 'max-queue', 0), drainTimeoutMs: int(v['drain-timeout-ms'], 'drain-timeout-ms', 0),
       adminToken: v['admin-token-file'] ? secretFile(v['admin-token-file'], '--admin-token-file').toString('utf8') : undefined,
       logLevel: level as ServeOptions['logLevel'], remoteCache,
+      artifactTrust: v.trust || v['unsafe-unsigned'] ? { trust: (v.trust ?? []).map((p) => readFile(p, '--trust')), unsafeUnsigned: !!v['unsafe-unsigned'] } : undefined,
     }),
     canary: defined(canary),
   };

@@ -3,6 +3,7 @@
 
 import { ArgumentError } from '../core/errors.js';
 import type { RemoteCacheOptions } from '../compiler/cache/remote.js';
+import type { TrustOptions } from '../compiler/cache/seal.js';
 import { DEFAULT_CANARY, type CanaryOptions } from './canary.js';
 import type { Engine, Mode } from './engine.js';
 
@@ -32,6 +33,8 @@ export interface ServeOptions {
   readonly canary?: Partial<CanaryOptions>;
   /** a fleet's remote compile cache on Redis (src/compiler/cache/remote.ts) */
   readonly remoteCache?: RemoteCacheOptions;
+  /** an artifact's signature: the public keys it may be signed with, or unsafeUnsigned (kiln.load's TrustOptions) */
+  readonly artifactTrust?: TrustOptions;
   /** required as `Authorization: Bearer TOKEN` by /admin/*; without one, /admin/* answers loopback clients only */
   readonly adminToken?: string;
   /** the longest a shutdown waits for accepted requests (default 30 s) */

@@ -66,7 +66,7 @@ function isArtifact(path: string): boolean {
 
 async function makeEngine(o: ServeOptions, maxBatch: number, artifact: boolean): Promise<Engine> {
   if (typeof o.model !== 'string') return o.model;
-  if (artifact) return artifactEngine({ path: o.model, ...(o.backend ? { backend: o.backend } : {}), ...(o.mode ? { mode: o.mode } : {}) });
+  if (artifact) return artifactEngine({ path: o.model, ...(o.backend ? { backend: o.backend } : {}), ...(o.mode ? { mode: o.mode } : {}), ...(o.artifactTrust ? { trust: o.artifactTrust } : {}) });
   const m = await loadModelFile(o.model, o.weights);
   const buckets = o.buckets ?? m.buckets ?? pow2Buckets(maxBatch);
   return moduleEngine({ name: m.name, model: m.model, inputs: m.inputs, buckets, ...(o.backend ? { backend: o.backend } : {}), ...(o.mode ? { mode: o.mode } : {}) });

@@ -4,6 +4,7 @@
 
 import type { Affine, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
 import { kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../compiler/loop-ir.js';
+import { checkKernel } from '../../compiler/loop-ir-check.js';
 export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../kernel-spec.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
@@ -299,8 +300,14 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   }
 }
 
-/** JavaScript source of a kernel's body; its parameters are b0, b1, ... (one per buffer). */
+/**
+ * JavaScript source of a kernel's body; its parameters are b0, b1, ... (one per buffer). The
+ * kernel is checked against the loop IR's schema first: every identifier below is a fixed
+ * prefix and an integer, or the kernel's name, which the schema allows only as a plain word.
+ */
 export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
+  checkKernel(k, 'js kernel');
+  if (!Number.isSafeInteger(nBuffers) || nBuffers < 0) throw new Error(`renderKernelSource: ${nBuffers} buffers`);
   const em = new Emitter();
   const prelude: string[] = [];
   // a dynamic kernel reads its sizes first (buffer k.sizes.buf), then the hoisted products

@@ -16,9 +16,10 @@ import { JS_OUTPUT_RECYCLING, JsBackend, type JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { threadCount } from '../js/threads.js';
-import { C_HEADER, renderKernelC, runtimeSource, type Param } from './render-c.js';
-import { buildAndLoad, compileFlags, cpuModel, findCompiler, getKoffi, loadLibrary, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
+import { C_HEADER, kernelParams, MAX_DIRECT_BUFFERS, renderKernelC, runtimeSource, type Param } from './render-c.js';
+import { buildAndLoad, cacheDir, compileFlags, cpuModel, findCompiler, getKoffi, LIBRARY_NAME, loadLibrary, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
 import { arch, platform } from 'node:os';
+import { basename, join } from 'node:path';
 import { NativeUnavailableError } from './errors.js';
 
 export { NativeCompileError, NativeUnavailableError } from './errors.js';
@@ -254,23 +255,27 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     return renderKernelC(spec.kernel, spec.kernel.name).code;
   }
 
-  /** The compile cache and artifacts: the disk-cached libraries (paths) holding these kernels. */
-  exportCode(specs: readonly KernelSpec[]): { libs: string[]; kernels: (ImportedKernel | null)[] } {
+  /**
+   * The compile cache and artifacts: the disk-cached libraries holding these kernels (`libs`:
+   * paths, for artifacts to copy) and per kernel its library and runtime library by file name
+   * in the native cache folder, and its symbol.
+   */
+  exportCode(specs: readonly KernelSpec[]): { libs: string[]; kernels: (StoredKernel | null)[] } {
     const libs = new Set<string>();
-    // per kernel: its library, symbol and parameters, so a cache hit binds it without rendering C
-    const kernels = specs.map((s): ImportedKernel | null => {
+    // per kernel: its library and symbol, so a cache hit binds it without rendering C
+    const kernels = specs.map((s): StoredKernel | null => {
       if (s.kind !== 'loop') return null;
       const imp = importedKernels.get(s.kernel);
       if (imp) {
         libs.add(imp.lib);
-        return imp;
+        return { lib: basename(imp.lib), sym: imp.sym, runtime: basename(imp.runtime) };
       }
       const r = renderKernelC(s.kernel, FN);
       const key = `${[...r.helpers.keys()].join(',')}\n${r.code}`;
       const lib = libraryOf.get(key), sym = symbolOf.get(key), runtime = lib && runtimeOf.get(lib);
       if (!lib) return null;
       libs.add(lib);
-      return sym && runtime ? { lib, sym, runtime, params: r.params, viaArray: r.viaArray } : null;
+      return sym && runtime ? { lib: basename(lib), sym, runtime: basename(runtime) } : null;
     });
     for (const rt of runtimes.values()) libs.add(rt);
     return { libs: [...libs], kernels };
@@ -278,18 +283,22 @@ export class NativeBackend extends JsBufferBackend implements Backend {
 
   /**
    * A program-cache hit: remembers which cached library and symbol holds each kernel, so that
-   * preparing them binds the symbol directly (no C rendered, hashed or looked up). A kernel
-   * whose library is gone or does not load falls back to rendering (and the disk cache).
+   * preparing them binds the symbol directly (no C rendered, hashed or looked up). Libraries are
+   * named by file name and looked up only in the native cache folder (verified there when
+   * loaded); the parameters are derived from the kernel, as rendering does. A kernel whose
+   * library is gone or does not load falls back to rendering (and the disk cache).
    */
   importCode(specs: readonly KernelSpec[], code: unknown): boolean {
     const ks = (code as { kernels?: unknown } | null)?.kernels;
     if (!Array.isArray(ks) || ks.length !== specs.length) return false;
+    const dir = cacheDir();
     let n = 0;
     specs.forEach((s, i) => {
-      const k = ks[i] as ImportedKernel | null;
-      if (s.kind !== 'loop' || !k || typeof k.lib !== 'string' || typeof k.sym !== 'string' || typeof k.runtime !== 'string' || !Array.isArray(k.params)) return;
-      if (!k.params.every((p) => p && typeof p === 'object' && Number.isInteger(p.buf) && typeof p.dtype === 'string')) return;
-      importedKernels.set(s.kernel, { lib: k.lib, sym: k.sym, runtime: k.runtime, params: k.params, viaArray: !!k.viaArray });
+      const k = ks[i] as Partial<StoredKernel> | null;
+      if (s.kind !== 'loop' || !k || typeof k.lib !== 'string' || typeof k.sym !== 'string' || typeof k.runtime !== 'string') return;
+      if (!LIBRARY_NAME.test(k.lib) || !LIBRARY_NAME.test(k.runtime) || !/^kiln_k\d{1,6}$/.test(k.sym)) return;
+      const params = kernelParams(s.kernel);
+      importedKernels.set(s.kernel, { lib: join(dir, k.lib), sym: k.sym, runtime: join(dir, k.runtime), params, viaArray: params.length > MAX_DIRECT_BUFFERS });
       n++;
     });
     return n > 0;
@@ -340,7 +349,15 @@ const symbolOf = new Map<string, string>();
 /** the runtime library each unit library links against (by library path) */
 const runtimeOf = new Map<string, string>();
 
-/** A kernel's place in a cached library (program-cache entries store these: exportCode). */
+/** A kernel's place in the native cache folder, as program-cache entries store it (exportCode). */
+interface StoredKernel {
+  /** file names in the native cache folder */
+  readonly lib: string;
+  readonly runtime: string;
+  readonly sym: string;
+}
+
+/** A kernel's place in a cached library (importCode), ready to bind. */
 interface ImportedKernel {
   readonly lib: string;
   readonly sym: string;

@@ -33,6 +33,7 @@ import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
 import { CSizes } from './sizes-c.js';
 import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
+import { checkKernel } from '../../compiler/loop-ir-check.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
 type Kind = 'f32' | 'f64' | 'i32' | 'b' | 'i64';
@@ -803,13 +804,20 @@ export interface RenderedKernel {
  */
 export const MAX_DIRECT_BUFFERS = 62;
 
-/** Renders one kernel as a C function `void fname(T *bI..., int64_t lo, int64_t hi)`. */
-export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
+/** The pointer parameters of a kernel's C function: every buffer it reads or writes, by number. */
+export function kernelParams(k: LoopKernel): Param[] {
   const dts = bufferDTypes(k);
   const written = new Set(kernelStores(k).map((s) => s.buf));
   // a dynamic kernel also takes its sizes buffer (float64 s0, s1, ...; read at entry)
   if (k.sizes) dts.set(k.sizes.buf, 'float64');
-  const params: Param[] = [...dts.entries()].sort((a, b) => a[0] - b[0]).map(([buf, dtype]) => ({ buf, dtype, written: written.has(buf) }));
+  return [...dts.entries()].sort((a, b) => a[0] - b[0]).map(([buf, dtype]) => ({ buf, dtype, written: written.has(buf) }));
+}
+
+/** Renders one kernel as a C function `void fname(T *bI..., int64_t lo, int64_t hi)`; the kernel is checked against the loop IR's schema first. */
+export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
+  checkKernel(k, `native kernel ${typeof k?.name === 'string' ? k.name.slice(0, 60) : ''}`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(fname)) throw new Error(`renderKernelC: ${JSON.stringify(fname)} is not a C identifier`);
+  const params = kernelParams(k);
   const em = new CEmitter();
   if (k.sizes) em.sz = new CSizes(`b${k.sizes.buf}`, k.sizes);
   const helpers = new Map<string, string>();

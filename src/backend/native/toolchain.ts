@@ -9,16 +9,29 @@
 //                  libraries live in its native/ folder, named by a hash of the source, the
 //                  flags, the compiler's version line and the CPU model
 //
+// A library is code: each one is sealed when it is built (<hash>.mac beside it: an HMAC under
+// this user's secret of its name and its bytes' sha256, src/compiler/cache/secret.ts) and
+// verified before it is loaded, once per process. A library that does not verify (edited,
+// truncated, swapped for another entry's, or not made by this user's kiln) is rejected
+// (stats().cache.untrusted, KILN_LOGS=cache), removed and built again. A native/ folder that
+// another user can write, or that cannot be written, is not used: libraries are then built in
+// a private folder of this process (warned once).
+//
 // Compiling and linking are two commands: linking with -ffast-math would add GCC's
 // crtfastmath.o, whose constructor turns on flush-to-zero for the whole Node process.
 // Libraries are linked with -z nodelete so that libgomp's threads never outlive their code.
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { availableParallelism, cpus, homedir, platform } from 'node:os';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { availableParallelism, cpus, homedir, platform, tmpdir } from 'node:os';
+import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
+import { log as logChannel, warnOnce } from '../../compiler/logs.js';
+import { counters as compilerCounters } from '../../compiler/stats.js';
+import { untrustedFolder } from '../../compiler/cache/provenance.js';
+import { readRegularFile } from '../../compiler/cache/safe-fs.js';
+import { mac, macMatches } from '../../compiler/cache/secret.js';
 import { NativeCompileError, NativeUnavailableError } from './errors.js';
 
 /** Bumped when the code generation changes in a way the source text does not show. */
@@ -116,8 +129,10 @@ function binaryIdentity(cmd: readonly string[]): string | null {
   }
 }
 function readVersions(): Record<string, string> {
+  const r = readRegularFile(join(cacheDir(), VERSIONS_FILE), { maxBytes: 1 << 20, owned: true });
+  if (!('bytes' in r)) return {};
   try {
-    const v = JSON.parse(readFileSync(join(cacheDir(), VERSIONS_FILE), 'utf8')) as unknown;
+    const v = JSON.parse(r.bytes.toString('utf8')) as unknown;
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, string>) : {};
   } catch {
     return {};
@@ -154,10 +169,70 @@ export function compileFlags(): string[] {
   return [...base, '-fPIC'];
 }
 
+/** The native/ folder of the cache, or this process's private folder when that one cannot be trusted or written. */
 export function cacheDir(): string {
   const env = process.env;
   const root = env.KILN_CACHE_DIR || (env.XDG_CACHE_HOME ? join(env.XDG_CACHE_HOME, 'kiln') : join(homedir(), '.cache', 'kiln'));
-  return join(isAbsolute(root) ? root : join(process.cwd(), root), 'native');
+  const dir = join(isAbsolute(root) ? root : join(process.cwd(), root), 'native');
+  let use = libDirs.get(dir);
+  if (use === undefined) libDirs.set(dir, (use = usableLibDir(dir)));
+  return use;
+}
+
+const libDirs = new Map<string, string>();
+let privateDir: string | null = null;
+
+function usableLibDir(dir: string): string {
+  let why = untrustedFolder(dir);
+  if (!why) {
+    // writable, or creatable (the nearest folder that exists is writable): created when a library is built
+    let probe = dir;
+    while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
+    try {
+      accessSync(probe, constants.W_OK);
+      return dir;
+    } catch (e) {
+      why = `it cannot be written (${(e as Error).message})`;
+    }
+  }
+  if (!privateDir) {
+    privateDir = mkdtempSync(join(tmpdir(), 'kiln-native-'));
+    const made = privateDir;
+    process.on('exit', () => rmSync(made, { recursive: true, force: true }));
+  }
+  warnOnce(`native-dir ${dir}`, `the native backend does not use the library cache ${dir}: ${why}. This process builds its libraries in ${privateDir} (compiled again in every process): fix the folder's permissions (chmod go-w) or set KILN_CACHE_DIR to a folder of your own.`);
+  return privateDir;
+}
+
+// ---------------------------------------------------------------- sealed libraries
+
+const LIB_DOMAIN = 'kiln-native-lib';
+/** the names of libraries kiln builds (and accepts from artifacts and bundles) */
+export const LIBRARY_NAME = /^[0-9a-f]{40}\.so$/;
+const tagPath = (lib: string) => lib.replace(/\.so$/, '.mac');
+const libTag = (lib: string, bytes: Uint8Array) => mac(LIB_DOMAIN, `${basename(lib)}\0${createHash('sha256').update(bytes).digest('hex')}`);
+
+/** Writes the seal of a library (its bytes as they will be loaded) beside it: temporary file + rename. */
+export function sealLibrary(lib: string, bytes: Uint8Array): void {
+  const tmp = `${tagPath(lib)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  writeFileSync(tmp, libTag(lib, bytes), { mode: 0o600 });
+  renameSync(tmp, tagPath(lib));
+}
+
+/** Why the library at `lib` must not be loaded (not sealed by this user's kiln, altered, not a regular file), or null. */
+export function libraryDistrust(lib: string): string | null {
+  const r = readRegularFile(lib, { owned: true });
+  if (!('bytes' in r)) return r.error;
+  const tag = readRegularFile(tagPath(lib), { maxBytes: 256, owned: true });
+  if (!('bytes' in tag)) return `its seal ${basename(tagPath(lib))}: ${tag.error}`;
+  const text = `${basename(lib)}\0${createHash('sha256').update(r.bytes).digest('hex')}`;
+  return macMatches(LIB_DOMAIN, text, tag.bytes.toString('latin1').trim()) ? null : 'its seal does not match its bytes (altered, swapped for another library, or not built by this user\'s kiln)';
+}
+
+/** Removes a library and its seal. */
+function removeLibrary(lib: string): void {
+  rmSync(lib, { force: true });
+  rmSync(tagPath(lib), { force: true });
 }
 
 /** Compilers found to reject -fopenmp (by version line). */
@@ -220,9 +295,16 @@ function tempBase(p: Planned): string {
   return join(cacheDir(), `${p.hash}.${process.pid}.${Math.random().toString(36).slice(2)}`);
 }
 
-/** Moves a built library (and its source, for reading) to its cache name. */
+/**
+ * Moves a built library (and its source, for reading) to its cache name, sealed. The seal is
+ * written before the rename (a reader never finds a library without one) and again after it
+ * (two processes building one unit at once: the last library renamed gets its own seal).
+ */
 function publish(p: Planned, tmp: string): void {
+  const bytes = readFileSync(`${tmp}.so`);
+  sealLibrary(p.lib, bytes);
   renameSync(`${tmp}.so`, p.lib);
+  sealLibrary(p.lib, bytes);
   try {
     writeFileSync(`${tmp}.keep.c`, p.unit.source);
     renameSync(`${tmp}.keep.c`, join(cacheDir(), `${p.hash}.c`));
@@ -338,12 +420,23 @@ export function getKoffi(): Koffi | string {
 
 const libs = new Map<string, KoffiLib>();
 
-/** Loads a library once per process. */
+/** A library that does not verify (see libraryDistrust): never loaded. */
+export class UntrustedLibraryError extends Error {}
+
+/** Loads a library once per process, after verifying its seal (once per process too). */
 export function loadLibrary(path: string): KoffiLib {
   let lib = libs.get(path);
   if (lib) return lib;
   const k = getKoffi();
   if (typeof k === 'string') throw new NativeUnavailableError(k);
+  const t0 = performance.now();
+  const why = libraryDistrust(path);
+  compilerCounters.cache.verifyMs += performance.now() - t0;
+  if (why) {
+    compilerCounters.cache.untrusted++;
+    logChannel('cache', `rejected native library ${path}: ${why}; it is not loaded`);
+    throw new UntrustedLibraryError(`${path}: ${why}`);
+  }
   lib = k.load(path);
   nativeCounters.loads++;
   libs.set(path, lib);
@@ -362,7 +455,7 @@ export function buildAndLoad(units: readonly Unit[], cc: Compiler, log: (msg: st
     } catch (e) {
       if (!b.cached || e instanceof NativeUnavailableError) throw e;
       log(`removing a cached library that does not load (${(e as Error).message.split('\n')[0]}): ${b.path}`);
-      rmSync(b.path, { force: true });
+      removeLibrary(b.path);
       built[i] = buildLibraries([units[i]!], cc, log)[0]!;
       return loadLibrary(built[i]!.path);
     }

@@ -6,7 +6,7 @@
 
 import type { LoopKernel } from '../../compiler/loop-ir.js';
 import type { Sym } from '../../compiler/symbolic.js';
-import type { RenderedKernel } from './render.js';
+import { kernelBuffers, type RenderedKernel } from './render.js';
 
 const FORMAT = 'kiln-wasm-code-1';
 
@@ -89,6 +89,9 @@ export function importWasmCode(kernels: readonly (LoopKernel | null)[], code: un
   kernels.forEach((k, i) => {
     const e = c.kernels![i];
     if (!k || !e || !Number.isInteger(e.module) || !bytes[e.module] || !validRendered(e.r)) return;
+    // the calling convention is the kernel's own (its buffers, in order), not whatever the entry says
+    const bufs = [...kernelBuffers(k).keys()].sort((a, b) => a - b);
+    if (e.r.bufs.length !== bufs.length || e.r.bufs.some((b, j) => b !== bufs[j])) return;
     imported.set(k, { bytes: bytes[e.module]!, r: { ...e.r } });
     n++;
   });
@@ -97,7 +100,8 @@ export function importWasmCode(kernels: readonly (LoopKernel | null)[], code: un
 
 function validRendered(r: unknown): r is StoredRendered {
   const x = r as Partial<StoredRendered> | null;
-  return !!x && typeof x.name === 'string' && Array.isArray(x.bufs) && x.bufs.every(Number.isInteger) && typeof x.scratchBytes === 'number' && typeof x.auxBytes === 'number' && Array.isArray(x.notes) && typeof x.codeBytes === 'number';
+  const bytes = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 2 ** 32;
+  return !!x && typeof x.name === 'string' && /^k\d{1,6}$/.test(x.name) && Array.isArray(x.bufs) && x.bufs.every(Number.isInteger) && bytes(x.scratchBytes) && bytes(x.auxBytes) && Array.isArray(x.notes) && x.notes.every((t) => typeof t === 'string') && bytes(x.codeBytes);
 }
 
 /** Forgets a restored entry (its module did not compile): the kernel is rendered instead. */

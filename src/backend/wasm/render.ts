@@ -3,6 +3,7 @@
 
 import type { LoopKernel } from '../../compiler/loop-ir.js';
 import { bufferDTypes, printKernel } from '../../compiler/loop-ir.js';
+import { checkKernel } from '../../compiler/loop-ir-check.js';
 import { FuncBuilder } from './encoder.js';
 import { Gen } from './gen.js';
 import { renderPointwise, renderRow } from './kernels.js';
@@ -11,6 +12,7 @@ import { ModuleContext } from './module-context.js';
 import { T } from './opcodes.js';
 import { SizeLocals } from './sizes.js';
 import type { Sym } from '../../compiler/symbolic.js';
+import type { DType } from '../../core/dtype.js';
 
 export interface RenderedKernel {
   /** export name in the module */
@@ -28,11 +30,18 @@ export interface RenderedKernel {
   codeBytes: number;
 }
 
-/** Adds one kernel to the module as an exported function named `name`. */
-export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): RenderedKernel {
+/** Every buffer a kernel reads or writes with its dtype (a dynamic kernel's sizes buffer too): its functions' base-address parameters are these, in order. */
+export function kernelBuffers(k: LoopKernel): Map<number, DType> {
   const dts = bufferDTypes(k);
   // a dynamic kernel also takes its sizes buffer (float64 s0, s1, ...)
   if (k.sizes) dts.set(k.sizes.buf, 'float64');
+  return dts;
+}
+
+/** Adds one kernel to the module as an exported function named `name` (kiln's own `k<i>`); the kernel is checked against the loop IR's schema first. */
+export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): RenderedKernel {
+  checkKernel(k, 'wasm kernel');
+  const dts = kernelBuffers(k);
   const bufs = [...dts.keys()].sort((a, b) => a - b);
   const fb = new FuncBuilder(name, { params: [...bufs.map(() => T.i32), T.i32, T.i32, T.i32, T.i32], results: [] }, true);
   const lo = bufs.length, hi = lo + 1, scratch = lo + 2, aux = lo + 3;

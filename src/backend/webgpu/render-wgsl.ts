@@ -4,6 +4,7 @@
 // only its own buffers.
 
 import type { LoopKernel } from '../../compiler/loop-ir.js';
+import { checkKernel } from '../../compiler/loop-ir-check.js';
 import { renderMatmul } from './render-matmul.js';
 import { renderPointwise } from './render-pointwise.js';
 import { renderRow } from './render-row.js';
@@ -11,8 +12,9 @@ import type { AliasMap, WgslKernel } from './wgsl-common.js';
 
 export type { WgslKernel, AliasMap } from './wgsl-common.js';
 
-/** The WGSL kernels (dispatched in order) that compute a loop kernel. */
+/** The WGSL kernels (dispatched in order) that compute a loop kernel; the kernel is checked against the loop IR's schema first. */
 export function renderWgsl(k: LoopKernel, alias: AliasMap = new Map()): WgslKernel[] {
+  checkKernel(k, 'webgpu kernel');
   switch (k.kind) {
     case 'group': return k.parts.map((p) => renderPointwise(p, alias));
     case 'pointwise': return [renderPointwise(k, alias)];

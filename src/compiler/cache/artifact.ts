@@ -7,9 +7,17 @@
 // (native libraries are put into this machine's native cache under their own keys); without
 // weights, load(path, { params: module or stateDict }) binds them by state-dict name.
 // An artifact from another kiln version fails with an ArtifactError saying what differs.
+//
+// An artifact holds code (JS kernel sources, wasm modules, native libraries), so it is sealed
+// (seal.ts): export signs it with { sign: privateKey } (Ed25519), else seals it with this user's
+// HMAC; load runs it only if it verifies: signed by a key in { trust }, sealed by this user on
+// this machine, or { unsafeUnsigned: true } (warned). Everything decoded from it is then checked
+// against the schema (validate.ts) and its library names against the native cache's names,
+// and libraries are written only inside this machine's native cache folder, sealed there.
 
 import { basename, join } from 'node:path';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { DTYPES, TYPED_ARRAY } from '../../core/dtype.js';
 import type { DType, TypedArray } from '../../core/dtype.js';
 import { ArgumentError, KilnError } from '../../core/errors.js';
 import { readContiguous, runtime } from '../../ops/dispatch.js';
@@ -17,7 +25,7 @@ import { tensor } from '../../ops/creation.js';
 import { contiguousStrides } from '../../core/shape.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { keep } from '../../tensor/scope.js';
-import { cacheDir as nativeCacheDir } from '../../backend/native/toolchain.js';
+import { cacheDir as nativeCacheDir, LIBRARY_NAME, libraryDistrust, sealLibrary } from '../../backend/native/toolchain.js';
 import { compile } from '../index.js';
 import type { CompileOptions } from '../compile.js';
 import { resolveKernelBackend } from '../backend-choice.js';
@@ -31,6 +39,8 @@ import { log } from '../logs.js';
 import { ContainerError, decodeContainer, encodeContainer, readHeader } from './container.js';
 import { buildEnvironment, describeEnvironment, kilnVersion, type BuildEnvironment } from './environment.js';
 import { ArtifactError } from './errors.js';
+import { readRegularFile } from './safe-fs.js';
+import { checkShipped, macSealer, signSealer, type KeyInput, type TrustOptions } from './seal.js';
 import { loopSpecs } from './program-cache.js';
 import { Blobs, decodeGraph, decodeLowered, decodeValue, encodeGraph, encodeLowered, encodeValue, NotStorable, type StoredGraph, type StoredLowered } from './serialize.js';
 
@@ -50,9 +60,12 @@ export interface ExportOptions {
   captures?: Record<string, Tensor>;
   /** compile options for every backend (mode, ...) */
   compile?: Omit<CompileOptions, 'backend'>;
+  /** an Ed25519 private key (PEM or KeyObject): sign the artifact for other machines (load it there with { trust: publicKey }) */
+  sign?: KeyInput;
 }
 
-export interface LoadOptions {
+/** `trust`: public keys whose signatures are accepted; `unsafeUnsigned`: run an unsigned or untrusted artifact anyway. */
+export interface LoadOptions extends TrustOptions {
   /** weights for an artifact exported without them: a module or a { name: Tensor } state dict */
   params?: ModuleLike | Record<string, Tensor>;
   /** which stored backend to run (default: the first stored one that can run here) */
@@ -168,17 +181,23 @@ export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike
     const code = p.kernelBackend.exportCode?.(loopSpecs(p.lowered)) ?? null;
     const libs: { name: string; blob: number }[] = [];
     if (p.kernelBackend.name === 'native' && code && typeof code === 'object' && Array.isArray((code as { libs?: unknown }).libs)) {
-      for (const lib of (code as { libs: string[] }).libs) libs.push({ name: basename(lib), blob: blobs.add(readFileSync(lib)) });
+      for (const lib of (code as { libs: string[] }).libs) {
+        // only libraries that verify here are shipped (a tampered one must not be signed)
+        const why = libraryDistrust(lib);
+        if (why) throw new ArtifactError(`native library ${lib} does not verify (${why})`, 'kiln.export', 'export again: kiln rebuilds the library');
+        libs.push({ name: basename(lib), blob: blobs.add(readFileSync(lib)) });
+      }
     }
     programs.push({ backend: p.kernelBackend === p.backend ? 'js' : p.kernelBackend.name, lowered: encodeLowered(p.lowered, blobs), code: p.kernelBackend.name === 'native' ? null : code, libs });
   }
   const env = buildEnvironment(backends.includes('native'));
   const meta: StoredArtifact = { ...stored!, programs };
-  const buf = encodeContainer({ kind: 'artifact', kiln: env.kiln, key: `${stored!.name} for ${backends.join(', ')}`, env, backends, weights }, { meta, blobs: blobs.list });
+  const seal = opts.sign !== undefined ? signSealer(opts.sign, 'kiln.export') : macSealer;
+  const buf = encodeContainer({ kind: 'artifact', kiln: env.kiln, key: `${stored!.name} for ${backends.join(', ')}`, env, backends, weights }, { meta, blobs: blobs.list }, seal);
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, buf);
   renameSync(tmp, path);
-  log('cache', `exported ${stored!.name} to ${path} (${buf.length} bytes; backends ${backends.join(', ')}; ${weights ? 'with' : 'without'} weights)`);
+  log('cache', `exported ${stored!.name} to ${path} (${buf.length} bytes; backends ${backends.join(', ')}; ${weights ? 'with' : 'without'} weights; ${opts.sign !== undefined ? 'signed' : 'sealed for this user on this machine'})`);
   return { path, bytes: buf.length, backends };
 }
 
@@ -202,12 +221,9 @@ function disposeResult(r: unknown, depth = 0): void {
 
 /** kiln.load: a callable running an exported artifact (see the file comment). */
 export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifact {
-  let buf: Buffer;
-  try {
-    buf = readFileSync(path);
-  } catch (e) {
-    throw new ArtifactError(`cannot read ${path}: ${(e as Error).message}`, 'kiln.load');
-  }
+  const file = readRegularFile(path);
+  if (!('bytes' in file)) throw new ArtifactError(`cannot read ${path}: ${file.error}`, 'kiln.load');
+  const buf = file.bytes;
   let env: BuildEnvironment;
   try {
     env = readHeader(buf).header.env as BuildEnvironment;
@@ -224,7 +240,9 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   } catch (e) {
     throw new ArtifactError(`${path} is corrupt (${(e as ContainerError).message})`, 'kiln.load', 'copy or export it again');
   }
-  const a = decoded.payload.meta as StoredArtifact;
+  // the artifact holds code: nothing of its payload is used before its seal verifies
+  const vouched = checkShipped(decoded.header, path, 'kiln.load', opts, ARTIFACT_HOW);
+  const a = checkArtifactMeta(decoded.payload.meta, decoded.payload.blobs, path);
   const blobs = decoded.payload.blobs;
   // the backend: asked for, or the first stored one that can run here
   let chosen = opts.backend ? a.programs.find((p) => p.backend === opts.backend) : undefined;
@@ -248,13 +266,16 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   let codegen = false;
   if (prog.backend === 'native') {
     if (env.native === here.native) {
+      // names were checked (checkArtifactMeta: <40 hex>.so); written only inside the native cache folder, sealed
       const dir = nativeCacheDir();
-      mkdirSync(dir, { recursive: true });
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
       for (const lib of prog.libs) {
         const dst = join(dir, lib.name);
-        if (existsSync(dst)) continue;
+        if (existsSync(dst) && !libraryDistrust(dst)) continue;
+        const bytes = blobs[lib.blob]!;
         const tmp = `${dst}.${process.pid}.tmp`;
-        writeFileSync(tmp, blobs[lib.blob]!);
+        writeFileSync(tmp, bytes, { mode: 0o600 });
+        sealLibrary(dst, bytes);
         renameSync(tmp, dst);
       }
     } else {
@@ -279,15 +300,21 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
     }
     bound.set(c.name, t);
   }
-  const graph = decodeGraph(a.graph, blobs, (s) => bound.get(s.name)!);
-  const lowered = decodeLowered(prog.lowered, blobs);
+  const { graph, lowered } = decodeArtifactParts(path, () => ({
+    graph: decodeGraph(a.graph, blobs, (s) => {
+      const t = bound.get(s.name);
+      if (!t || s.kind !== 'capture') throw new ArtifactError(`the artifact's graph reads ${s.kind} '${s.name}', which it does not store`, 'kiln.load');
+      return t;
+    }),
+    lowered: decodeLowered(prog.lowered, blobs, `${a.name} (artifact)`),
+  }));
   const target = kb ?? runtime.backend;
   if (prog.code != null) target.importCode?.(loopSpecs(lowered), prog.code);
   const program = a.autogradOutputs ? null : new FusedProgram(lowered, runtime.backend, { kernelBackend: kb });
   // load() is the program's build: its own weights go where the kernels read them now
   // (placement.ts); the caller's tensors (load with `params`) are left where they are
   if (program) placeWeights(kb, a.captures.flatMap((c) => (c.data !== undefined ? [bound.get(c.name)!] : [])));
-  const template = decodeValue(a.resultTemplate, blobs);
+  const template = decodeArtifactParts(path, () => checkTemplate(decodeValue(a.resultTemplate, blobs), graph.outputs.length));
   const argInputs = graph.inputNodes.map((n) => (n.source?.kind === 'arg' ? n : null));
   const bind = (args: unknown[]): Tensor[] => {
     const leaves = new Map(argLeaves(args, a.argNames).map((l) => [l.path, l.value]));
@@ -309,7 +336,7 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   };
   const eager = (...args: unknown[]): unknown => fill(template, interpret(graph, bind(args)));
   const inputs: ArtifactInput[] = graph.inputNodes.flatMap((n) => (n.source?.kind === 'arg' ? [{ path: n.source.path, dtype: n.meta.dtype, shape: [...n.meta.shape] }] : []));
-  log('cache', `loaded ${path}: ${a.name} on ${prog.backend} (built by ${describeEnvironment(env)}; ${codegen ? 'code generated here' : 'no tracing, no code generation'})`);
+  log('cache', `loaded ${path}: ${a.name} on ${prog.backend} (${vouched}; built by ${describeEnvironment(env)}; ${codegen ? 'code generated here' : 'no tracing, no code generation'})`);
   const loaded: LoadedArtifact = Object.assign(run, { eager, artifact: { backend: prog.backend, builtBy: describeEnvironment(env), weights: a.captures.every((c) => c.data !== undefined), codegen, inputs } });
   graphs.set(loaded, { graph, leaves: templateLeaves(template) });
   return loaded;
@@ -327,6 +354,74 @@ function paramTable(p: ModuleLike | Record<string, Tensor>): Map<string, Tensor>
 }
 
 type Template = { t: number } | { a: Template[] } | { o: [string, Template][] } | { v: unknown };
+
+const ARTIFACT_HOW = {
+  sign: "export it with kilnNode.export(model, args, path, { sign: privateKey }) (a key pair: kilnjs cache keygen NAME, or openssl genpkey -algorithm ed25519)",
+  trust: "pass the signer's public key: kilnNode.load(path, { trust: publicKey }) (PEM text or a KeyObject; several: an array)",
+  unsafe: 'pass { unsafeUnsigned: true } (its code then runs with your permissions)',
+};
+
+/** Decoding an artifact's graph, program or template: what fails is an ArtifactError (InvalidProgramError when the schema is broken). */
+function decodeArtifactParts<T>(path: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof KilnError) throw e;
+    throw new ArtifactError(`${path} does not decode (${(e as Error).message})`, 'kiln.load', 'export it again with this kiln');
+  }
+}
+
+const isIndex = (x: unknown, n: number) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < n;
+
+/** The artifact's own fields (names, captures, programs, library names), before any is used. */
+function checkArtifactMeta(meta: unknown, blobs: readonly Uint8Array[], path: string): StoredArtifact {
+  const bad = (what: string): never => {
+    throw new ArtifactError(`${path} is malformed: ${what}`, 'kiln.load', 'export it again with this kiln');
+  };
+  const a = meta as StoredArtifact;
+  if (!a || typeof a !== 'object' || typeof a.name !== 'string' || typeof a.autogradOutputs !== 'boolean' || !a.graph) bad('no name, graph or flags');
+  if (!Array.isArray(a.argNames) || !a.argNames.every((n) => typeof n === 'string' && /^[A-Za-z_$][\w$]*$/.test(n))) bad('argument names');
+  if (!Array.isArray(a.captures)) bad('no captures list');
+  for (const c of a.captures) {
+    if (!c || typeof c.name !== 'string' || c.name.length > 1024 || !(DTYPES as readonly string[]).includes(c.dtype) || !Array.isArray(c.shape) || !c.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) bad(`capture ${JSON.stringify(c?.name)?.slice(0, 60)}`);
+    if (c.data !== undefined) {
+      if (!isIndex(c.data, blobs.length)) bad(`capture ${c.name}: no data`);
+      const want = c.shape.reduce((x, y) => x * y, 1) * TYPED_ARRAY[c.dtype].BYTES_PER_ELEMENT;
+      if (blobs[c.data]!.byteLength !== want) bad(`capture ${c.name}: ${blobs[c.data]!.byteLength} bytes of data for ${c.dtype}[${c.shape.join(', ')}]`);
+    }
+  }
+  if (!Array.isArray(a.programs) || a.programs.length === 0) bad('no programs');
+  for (const p of a.programs) {
+    if (!p || typeof p.backend !== 'string' || !/^[a-z0-9-]{1,32}$/.test(p.backend) || !p.lowered || !Array.isArray(p.libs)) bad('a program without backend, lowered program or libraries');
+    for (const lib of p.libs) {
+      if (!lib || typeof lib.name !== 'string' || !LIBRARY_NAME.test(lib.name)) bad(`native library name ${JSON.stringify(lib?.name)?.slice(0, 80)} (kiln names its libraries <40 hex digits>.so; no folders)`);
+      if (!isIndex(lib.blob, blobs.length)) bad(`native library ${lib.name} has no bytes`);
+    }
+  }
+  return a;
+}
+
+/** A result template refers only to the program's outputs. */
+function checkTemplate(t: unknown, nOutputs: number, depth = 0): unknown {
+  const bad = (): never => {
+    throw new ArtifactError('the artifact\'s result template is malformed', 'kiln.load', 'export it again with this kiln');
+  };
+  if (depth > 16 || !t || typeof t !== 'object') bad();
+  const tp = t as Record<string, unknown>;
+  if ('t' in tp) {
+    if (!isIndex(tp.t, nOutputs)) bad();
+  } else if ('a' in tp) {
+    if (!Array.isArray(tp.a)) bad();
+    (tp.a as unknown[]).forEach((x) => checkTemplate(x, nOutputs, depth + 1));
+  } else if ('o' in tp) {
+    if (!Array.isArray(tp.o)) bad();
+    for (const e of tp.o as unknown[]) {
+      if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string') bad();
+      checkTemplate((e as unknown[])[1], nOutputs, depth + 1);
+    }
+  } else if (!('v' in tp)) bad();
+  return t;
+}
 
 function fill(t: unknown, outs: Tensor[]): unknown {
   const tp = t as Template;

@@ -1,20 +1,28 @@
 // Cache entries over a byte store (Node): one container (container.ts) per entry, named
-// `${kind}-${key}`, verified on every read: magic, format, length, sha256, kind, key and kiln
-// version. A bad entry is logged under KILN_LOGS=cache, counted, removed from its byte store,
-// and the graph compiles again. Every byte store (the disk, a remote one) gets these checks.
+// `${kind}-${key}`, verified on every read, in this order:
+//
+//   the container decodes (magic, canonical header, format, length, sha256, blob table), and
+//   its kind, key and kiln version are this lookup's                        (else: corrupt)
+//   its seal verifies, where the store has one: on the disk an HMAC under this user's secret
+//   (secret.ts, seal.ts); a fleet's Redis is authenticated below, by auth-bytes.ts (else: untrusted)
+//
+// then the caller's decode validates the schema (serialize.ts, validate.ts: invalid). A bad
+// entry is logged under KILN_LOGS=cache, counted, removed from its byte store, and the graph
+// compiles again. Every byte store (the disk, a remote one) gets these checks.
 
 import { log } from '../logs.js';
 import { counters } from '../stats.js';
 import type { ByteStore } from './byte-store.js';
 import { ContainerError, decodeContainer, encodeContainer, sha256 } from './container.js';
 import { kilnVersion, platformTag, sourceFingerprint } from './environment.js';
+import { macSealer, macValid } from './seal.js';
 import type { CachePayload, CacheStore, EntryKind } from './store.js';
 
 /** Where an entry store counts what it read, wrote and rejected (default: kiln.stats().cache). */
 export interface EntryTally {
   read(bytes: number): void;
   wrote(bytes: number): void;
-  rejected(): void;
+  rejected(why: 'corrupt' | 'untrusted'): void;
 }
 
 const statsTally: EntryTally = {
@@ -23,8 +31,11 @@ const statsTally: EntryTally = {
     counters.cache.writes++;
     counters.cache.bytesWritten += n;
   },
-  rejected: () => void counters.cache.corrupt++,
+  rejected: (why) => void counters.cache[why]++,
 };
+
+/** How a store's entries are sealed: 'user' (this user's HMAC: the local disk) or 'none' (authenticated below it, or not at all). */
+export type EntrySeal = 'user' | 'none';
 
 /** The name of an entry in its byte store (keys are sha256 hex; 40 digits are plenty). */
 export function entryName(kind: EntryKind, key: string): string {
@@ -34,7 +45,7 @@ export function entryName(kind: EntryKind, key: string): string {
 export class EntryStore implements CacheStore {
   readonly fingerprint = `kiln ${kilnVersion()} ${platformTag()} src ${sourceFingerprint()}`;
 
-  constructor(readonly bytes: ByteStore, private readonly tally: EntryTally = statsTally) {}
+  constructor(readonly bytes: ByteStore, private readonly tally: EntryTally = statsTally, private readonly seal: EntrySeal = 'user') {}
 
   get location(): string {
     return this.bytes.location;
@@ -48,15 +59,25 @@ export class EntryStore implements CacheStore {
     const name = entryName(kind, key);
     const buf = this.bytes.read(name);
     if (!buf) return null;
+    let why: 'corrupt' | 'untrusted' = 'corrupt';
     try {
       const { header, payload } = decodeContainer(buf);
       if (header.kind !== kind) throw new ContainerError(`a ${header.kind} entry, expected ${kind}`);
       if (header.key !== key) throw new ContainerError('foreign entry (its key differs)');
       if (header.kiln !== kilnVersion()) throw new ContainerError(`written by kiln ${header.kiln}, this is kiln ${kilnVersion()}`);
+      if (this.seal === 'user') {
+        const t0 = performance.now();
+        const sealed = macValid(header);
+        counters.cache.verifyMs += performance.now() - t0;
+        if (!sealed) {
+          why = 'untrusted';
+          throw new ContainerError("its seal does not verify under this user's secret (not written by this user's kiln, or altered since)");
+        }
+      }
       this.tally.read(buf.length);
       return payload;
     } catch (e) {
-      this.tally.rejected();
+      this.tally.rejected(why);
       log('cache', `rejected ${name} in ${this.location}: ${(e as Error).message}; deleting it and compiling again`);
       this.bytes.remove(name);
       return null;
@@ -65,7 +86,7 @@ export class EntryStore implements CacheStore {
 
   put(kind: EntryKind, key: string, payload: CachePayload): void {
     const name = entryName(kind, key);
-    const buf = encodeContainer({ kind, kiln: kilnVersion(), key }, payload);
+    const buf = encodeContainer({ kind, kiln: kilnVersion(), key }, payload, this.seal === 'user' ? macSealer : undefined);
     if (this.bytes.write(name, buf)) {
       this.tally.wrote(buf.length);
       log('cache', `wrote ${name} to ${this.location} (${buf.length} bytes)`);

@@ -4,3 +4,9 @@ import { KilnError } from '../../core/errors.js';
 export class ArtifactError extends KilnError {
   override name = 'ArtifactError';
 }
+
+/** A file whose code kiln will not run: unsigned, signed by a key nobody trusted, or altered after signing (the message says which, and how to sign or trust it). */
+export class UntrustedFileError extends ArtifactError {
+  override name = 'UntrustedFileError';
+}
+

@@ -13,8 +13,10 @@ import type { Lowered } from '../lower.js';
 import type { FusedProgram } from '../fused-program.js';
 import { log } from '../logs.js';
 import { counters } from '../stats.js';
+import { InvalidProgramError } from '../errors.js';
 import { Blobs, decodeLowered, encodeLowered, NotStorable, type StoredLowered } from './serialize.js';
 import { cacheStore, type CacheStore } from './store.js';
+import { validateProgramInputs } from './validate.js';
 
 const FORMAT = 'kiln-program-1';
 
@@ -59,7 +61,8 @@ export interface ProgramHit {
 
 /**
  * The stored program of a graph, with its code handed to the kernel backend, or null (no
- * store, a miss, or an entry that does not decode: logged, counted as corrupt, deleted by the store).
+ * store, a miss, or an entry that does not decode or does not follow the schema: logged,
+ * counted as corrupt or invalid, then compiled again).
  */
 export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | undefined): ProgramHit | null {
   const store = cacheStore(opts);
@@ -75,11 +78,14 @@ export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | 
   let stored: StoredProgram, lowered: Lowered;
   try {
     stored = payload.meta as StoredProgram;
-    lowered = decodeLowered(stored.lowered, payload.blobs);
+    if (!stored || typeof stored !== 'object' || typeof stored.compileMs !== 'number' || typeof stored.backend !== 'string') throw new Error('not a program entry');
+    lowered = decodeLowered(stored.lowered, payload.blobs, `${graph.name} (cached)`);
+    validateProgramInputs(lowered, graph.inputNodes.map((n) => n.meta), `${graph.name} (cached)`);
   } catch (e) {
-    counters.cache.corrupt++;
+    const schema = e instanceof InvalidProgramError;
+    counters.cache[schema ? 'invalid' : 'corrupt']++;
     counters.cache.misses++;
-    log('cache', `${graph.name}: program entry does not decode (${(e as Error).message}); recompiling`);
+    log('cache', `${graph.name}: program entry ${schema ? 'does not follow the schema' : 'does not decode'} (${(e as Error).message}); recompiling`);
     return null;
   }
   const target = kb ?? runtime.backend;

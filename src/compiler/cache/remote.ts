@@ -62,7 +62,8 @@ export function useRemoteCache(opts: RemoteCacheOptions): RemoteCache {
   const redis = new RedisBytes(opts);
   const counts = { hits: 0, rejected: 0, published: 0 };
   const bytes: ByteStore = key ? new AuthenticatedBytes(redis, key, () => counts.rejected++) : redis;
-  const remote = new EntryStore(bytes, { read: () => counts.hits++, wrote: () => counts.published++, rejected: () => counts.rejected++ });
+  // the fleet's key authenticates entries below (auth-bytes.ts): a per-user seal would differ between machines
+  const remote = new EntryStore(bytes, { read: () => counts.hits++, wrote: () => counts.published++, rejected: () => counts.rejected++ }, 'none');
   registerCacheStore(() => new TieredStore(diskStore(), remote));
   return {
     location: redis.location,

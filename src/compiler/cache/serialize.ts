@@ -2,12 +2,16 @@
 // for cache entries and artifacts. Browser-safe; the file format (header, checksum) is the
 // disk store's (container.ts). Non-finite numbers and -0 survive; functions and tensors do not
 // (a graph holding a custom op, or attrs holding objects, cannot be stored: NotStorable).
+// Every decoded graph and program is validated against the schema before it is returned
+// (validate.ts): nothing decoded reaches a renderer or a kernel unchecked.
 
 import type { TypedArray } from '../../core/dtype.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { Graph, type GraphNode, type InputSource } from '../graph.js';
 import type { Lowered, Step } from '../lower.js';
 import { isRegisteredPrim, primByName } from './prims.js';
+import { counters } from '../stats.js';
+import { validateGraph, validateLowered } from './validate.js';
 
 /** Something in a graph or program that has no stored form (the entry is skipped, not an error). */
 export class NotStorable extends Error {}
@@ -64,7 +68,10 @@ export function decodeValue(v: unknown, blobs: readonly Uint8Array[]): unknown {
     return new T(bytes.slice().buffer as ArrayBuffer); // a copy: aligned, and owned by the array
   }
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(o)) out[k] = decodeValue(x, blobs);
+  for (const [k, x] of Object.entries(o)) {
+    if (k === '__proto__') throw new Error('a stored object has a __proto__ key');
+    out[k] = decodeValue(x, blobs);
+  }
   return out;
 }
 
@@ -112,7 +119,7 @@ function encodeNode(n: GraphNode, blobs: Blobs, nameOf: NameOf): StoredNode {
   };
 }
 
-/** Binds a stored source to live tensors (throws NotStorable when it cannot). */
+/** Binds a stored source to live tensors (throws NotStorable when it cannot); the graph checks their metas. */
 export type Binder = (s: Exclude<StoredSource, { kind: 'arg' }>) => Tensor;
 
 function decodeNode(s: StoredNode, blobs: readonly Uint8Array[], bind: Binder): Omit<GraphNode, 'id'> {
@@ -146,8 +153,9 @@ export function decodeGraph(s: StoredGraph, blobs: readonly Uint8Array[], bind: 
     if (added.id !== n.id) throw new Error(`stored graph node ids are not dense (${n.id})`);
   }
   g.outputs = [...s.outputs];
-  g.mutations = s.mutations.map((m) => ({ ...m }));
-  g.gradEffects = s.gradEffects.map((e) => ({ ...e }));
+  g.mutations = s.mutations.map((m) => ({ target: m.target, value: m.value }));
+  g.gradEffects = s.gradEffects.map((e) => ({ leaf: e.leaf, value: e.value }));
+  timedCheck(() => validateGraph(g));
   return g;
 }
 
@@ -178,15 +186,27 @@ export function encodeLowered(l: Lowered, blobs: Blobs): StoredLowered {
   };
 }
 
-export function decodeLowered(s: StoredLowered, blobs: readonly Uint8Array[]): Lowered {
+export function decodeLowered(s: StoredLowered, blobs: readonly Uint8Array[], name?: string): Lowered {
   const steps: Step[] = s.steps.map((st) => (st.kind === 'kernel'
     ? { kind: 'kernel', kernel: decodeValue(st.kernel, blobs) } as Step
     : { kind: 'opaque', node: { id: st.node.id, ...decodeNode(st.node, blobs, noBinder) } as GraphNode, inputs: decodeValue(st.inputs, blobs), out: decodeValue(st.out, blobs) } as Step));
-  return {
+  const l: Lowered = {
     steps,
     buffers: decodeValue(s.buffers, blobs) as Lowered['buffers'],
     inputBuffers: [...s.inputBuffers],
     outputs: decodeValue(s.outputs, blobs) as Lowered['outputs'],
     decisions: decodeValue(s.decisions, blobs) as Lowered['decisions'],
   };
+  timedCheck(() => validateLowered(l, name));
+  return l;
+}
+
+/** Schema checks count as verification (stats().cache.verifyMs). */
+function timedCheck(check: () => void): void {
+  const t0 = performance.now();
+  try {
+    check();
+  } finally {
+    counters.cache.verifyMs += performance.now() - t0;
+  }
 }

@@ -11,6 +11,7 @@
 
 import { isGradEnabled } from '../../autograd/grad-mode.js';
 import { Tensor } from '../../tensor/tensor.js';
+import { InvalidProgramError } from '../errors.js';
 import type { Graph } from '../graph.js';
 import { argLeaves, buildGuards, type Guard } from '../guards.js';
 import { log } from '../logs.js';
@@ -172,8 +173,9 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
     log('cache', `${ctx.name}: warm start: tracing skipped (${graph.inputNodes.length} inputs bound by name, guards checked) in ${(performance.now() - t0).toFixed(1)} ms`);
     return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], argGrads: [], retrace: false, interpreted: stored.autogradOutputs ? 'the stored entry predates compiled backward' : null };
   } catch (e) {
-    counters.cache.corrupt++;
-    log('cache', `${ctx.name}: warm start entry unusable (${(e as Error).message}); tracing`);
+    const schema = e instanceof InvalidProgramError;
+    counters.cache[schema ? 'invalid' : 'corrupt']++;
+    log('cache', `${ctx.name}: warm start entry ${schema ? 'does not follow the schema' : 'unusable'} (${(e as Error).message}); tracing`);
     return null;
   }
 }
