@@ -209,8 +209,25 @@ export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: War
   }
 }
 
+/** A stored pair's wiring refers only to what its graphs have (results, saved values, inputs). */
+function checkAot(a: StoredAot, fwd: Graph): void {
+  const bad = (what: string): never => {
+    throw new InvalidProgramError(`warm start: the stored forward/backward pair has ${what}`, 'kiln.compile', 'the entry was not made by this kiln: compile it again');
+  };
+  const index = (x: unknown, n: number) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < n;
+  const nOut = fwd.outputs.length, nIn = fwd.inputNodes.length;
+  if (!index(a.nResults, nOut + 1)) bad(`${String(a.nResults)} results of ${nOut} outputs`);
+  if (!Array.isArray(a.saved) || !a.saved.every((s) => s && ((s.from === 'output' && index(s.index, nOut)) || (s.from === 'input' && index(s.index, nIn))))) bad('a saved value that is not an output or input of its forward');
+  if (!Array.isArray(a.slots) || !a.slots.every((r) => index(r, a.nResults))) bad('a gradient slot that is not a result');
+  if (!Array.isArray(a.gradInputs) || !a.gradInputs.every((i) => index(i, nIn))) bad('a gradient input that is not an input');
+  if (typeof a.summary !== 'string' || typeof a.savedBytes !== 'number') bad('no summary');
+  const d = a.decision;
+  if (!d || ![d.backward, d.saved, d.recomputed].every((l) => Array.isArray(l) && l.every((x) => Number.isSafeInteger(x)))) bad('a malformed partition decision');
+}
+
 /** A stored forward/backward pair, rebuilt: both programs come from the program cache. */
 function aotProgram(ctx: WarmContext, fwd: Graph, a: StoredAot, bwd: Graph): AotProgram {
+  checkAot(a, fwd);
   const partition = { fwd, bwd, saved: a.saved, summary: a.summary, savedBytes: a.savedBytes, unsupported: null, decision: a.decision };
   return new AotProgram(ctx.name, ctx.makeProgram(fwd) as Runnable, ctx.makeProgram(bwd) as Runnable, partition, a.nResults, a.slots, a.gradInputs);
 }
