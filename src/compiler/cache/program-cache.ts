@@ -16,7 +16,7 @@ import { counters } from '../stats.js';
 import { InvalidProgramError } from '../errors.js';
 import { Blobs, decodeLowered, encodeLowered, NotStorable, type StoredLowered } from './serialize.js';
 import { cacheStore, type CacheStore } from './store.js';
-import { validateProgramInputs } from './validate.js';
+import { SCHEMA_VERSION, validateProgramInputs } from './validate.js';
 
 const FORMAT = 'kiln-program-1';
 
@@ -31,6 +31,8 @@ interface StoredProgram {
   lowered: StoredLowered;
   code: unknown;
   compileMs: number;
+  /** SCHEMA_VERSION: the stored form was decoded and passed the schema when it was written */
+  checked?: string;
 }
 
 /** Typed-array attrs of a graph, in node order (graphKey hashes them loosely; keys need them exactly). */
@@ -79,7 +81,8 @@ export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | 
   try {
     stored = payload.meta as StoredProgram;
     if (!stored || typeof stored !== 'object' || typeof stored.compileMs !== 'number' || typeof stored.backend !== 'string') throw new Error('not a program entry');
-    lowered = decodeLowered(stored.lowered, payload.blobs, `${graph.name} (cached)`);
+    // an entry checked when it was written is these bytes, under the store's seal: not checked again
+    lowered = decodeLowered(stored.lowered, payload.blobs, `${graph.name} (cached)`, { checked: stored.checked === SCHEMA_VERSION });
     validateProgramInputs(lowered, graph.inputNodes.map((n) => n.meta), `${graph.name} (cached)`);
   } catch (e) {
     const schema = e instanceof InvalidProgramError;
@@ -112,9 +115,12 @@ export function storeProgram(graph: Graph, opts: ProgramOptions, kb: Backend | u
       graph: graph.name, backend: target.name, lowered: encodeLowered(p.lowered, blobs),
       code: target.exportCode?.(loopSpecs(p.lowered)) ?? null, compileMs,
     };
+    // the stored form is decoded and checked now, on the cold path, so reads need not check it again
+    decodeLowered(meta.lowered, blobs.list, `${graph.name} (to be stored)`);
+    meta.checked = SCHEMA_VERSION;
     store.put('program', programKey(store, graph, opts, kb), { meta, blobs: blobs.list });
   } catch (e) {
-    if (!(e instanceof NotStorable)) throw e;
+    if (!(e instanceof NotStorable) && !(e instanceof InvalidProgramError)) throw e;
     log('cache', `${graph.name}: not stored: ${e.message}`);
   }
 }

@@ -26,6 +26,13 @@ import { kernelExprs, kernelStores, type Affine, type LExpr, type LoopKernel, ty
 import type { BufferView, Lowered } from '../lower.js';
 import { InvalidProgramError } from '../errors.js';
 
+/**
+ * The version of these checks. An entry whose decoded form passed them when it was written
+ * carries it (under its seal), so a later read of the same bytes need not run them again;
+ * bump it when a check is added or tightened.
+ */
+export const SCHEMA_VERSION = 'kiln-schema-1';
+
 const MAX_ELEMENTS = 2 ** 32;
 const MAX_RANK = 32;
 const WORD = /^[A-Za-z0-9_]{0,64}$/;
@@ -156,6 +163,11 @@ export function validateGraph(g: Graph): void {
     if (node(e.leaf, 'grad leaf').op !== 'input') invalid(`graph ${g.name.slice(0, 60)}`, 'sets the grad of a node that is not an input');
     if (e.value !== null) node(e.value, 'grad value');
   }
+}
+
+/** The part of validateGraph that depends on this process: each capture bound by name is the tensor the graph describes. */
+export function validateBindings(g: Graph): void {
+  for (const n of g.nodes) if (n.op === 'input' && n.source?.kind === 'ref') checkBound(n.source.tensor, n.meta, `graph ${g.name.slice(0, 60)} node %${n.id}`);
 }
 
 /** A capture bound by name must be the tensor the entry describes. */

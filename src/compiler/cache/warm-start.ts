@@ -17,6 +17,7 @@ import { argLeaves, buildGuards, type Guard } from '../guards.js';
 import { log } from '../logs.js';
 import { counters } from '../stats.js';
 import { Blobs, decodeGraph, decodeValue, encodeGraph, encodeValue, NotStorable, type Binder, type StoredGraph } from './serialize.js';
+import { SCHEMA_VERSION } from './validate.js';
 import { cacheStore, type CacheStore } from './store.js';
 import { AotProgram } from '../aot/aot-program.js';
 import type { PartitionDecision, SavedSource } from '../aot/partition.js';
@@ -66,6 +67,8 @@ interface StoredWarm {
   autogradOutputs: boolean;
   /** a compiled forward/backward pair (AOTAutograd): `graph` is its forward */
   aot?: StoredAot;
+  /** SCHEMA_VERSION: the stored graphs were decoded and passed the schema when they were written */
+  checked?: string;
 }
 
 interface StoredAot {
@@ -165,8 +168,10 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
       if (!t || s.kind !== 'capture') throw new NotStorable(`capture ${s.name} is not in this module`);
       return t;
     };
-    const graph = decodeGraph(stored.graph, payload.blobs, bind);
-    const program = stored.aot ? aotProgram(ctx, graph, stored.aot, decodeGraph(stored.aot.bwd, payload.blobs, bind)) : ctx.makeProgram(graph);
+    // graphs checked when they were written are these bytes, under the store's seal: only the bindings are checked again
+    const checked = { checked: stored.checked === SCHEMA_VERSION };
+    const graph = decodeGraph(stored.graph, payload.blobs, bind, checked);
+    const program = stored.aot ? aotProgram(ctx, graph, stored.aot, decodeGraph(stored.aot.bwd, payload.blobs, bind, checked)) : ctx.makeProgram(graph);
     const modules = ctx.module?.modules ? [...ctx.module.modules()] : ctx.module ? [ctx.module] : [];
     const guards = [...buildGuards(args, ctx.argNames, graph, modules), ...ctx.parameterGuards()];
     counters.cache.traceSkips++;
@@ -202,9 +207,17 @@ export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: War
       ? { bwd: encodeGraph(p.bwdGraph, blobs, nameOf), saved: [...p.partition.saved], nResults: p.nResults, slots: [...p.slots], gradInputs: [...p.gradInputs], summary: p.partition.summary, savedBytes: p.partition.savedBytes, decision: p.partition.decision }
       : undefined;
     const meta: StoredWarm = { name: ctx.name, graph: encodeGraph(e.graph, blobs, nameOf), resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.interpreted !== null, ...(aot ? { aot } : {}) };
+    // the stored graphs are decoded and checked now, on the cold path, so warm starts need not check them again
+    const bind: Binder = (s) => caps.get(s.name)!;
+    const fwd = decodeGraph(meta.graph, blobs.list, bind);
+    if (aot) {
+      decodeGraph(aot.bwd, blobs.list, bind);
+      checkAot(aot, fwd);
+    }
+    meta.checked = SCHEMA_VERSION;
     store.put('warm', key, { meta, blobs: blobs.list });
   } catch (err) {
-    if (!(err instanceof NotStorable)) throw err;
+    if (!(err instanceof NotStorable) && !(err instanceof InvalidProgramError)) throw err;
     log('cache', `${ctx.name}: no warm start stored: ${err.message}`);
   }
 }
