@@ -2,6 +2,8 @@
 // (serialize.ts calls these at the end of every decode): a cache entry or artifact that passed
 // its checksum and seal can still be nonsensical (another build's bug, a hand-made file), and
 // what it holds is handed to renderers and run on memory (native C and wasm index raw memory).
+// The compile cache runs them when it writes an entry (on the stored form, decoded) and seals
+// SCHEMA_VERSION with it; a read of a marked entry runs only validateBindings.
 //
 // Graphs: dense ids, inputs before their users, metas (integer shapes and strides, known
 // dtypes, no more than 2^32 elements), attrs made only of numbers, booleans, short word-like
