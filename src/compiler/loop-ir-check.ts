@@ -18,7 +18,7 @@ const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]
 const REDUCE_OPS = new Set(['sum', 'prod', 'max', 'min', 'argmax', 'argmin']);
 const DTYPE_SET = new Set<string>(DTYPES);
 /** what a kernel name may be: it becomes a function name in generated JavaScript */
-export const KERNEL_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const KERNEL_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** more loop variables than any kernel has (rank + 2): bounds the walk over crafted input */
 const MAX_VARS = 64;
 const MAX_DEPTH = 512;

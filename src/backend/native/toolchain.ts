@@ -421,7 +421,7 @@ export function getKoffi(): Koffi | string {
 const libs = new Map<string, KoffiLib>();
 
 /** A library that does not verify (see libraryDistrust): never loaded. */
-export class UntrustedLibraryError extends Error {}
+class UntrustedLibraryError extends Error {}
 
 /** Loads a library once per process, after verifying its seal (once per process too). */
 export function loadLibrary(path: string): KoffiLib {

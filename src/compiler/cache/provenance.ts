@@ -39,7 +39,3 @@ export function untrustedFolder(dir: string): string | null {
   return why;
 }
 
-/** Forgets the checks (tests change modes between calls). */
-export function resetProvenance(): void {
-  memo.clear();
-}

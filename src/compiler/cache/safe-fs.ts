@@ -6,7 +6,7 @@
 
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 
-export interface ReadFile {
+interface ReadFile {
   readonly bytes: Buffer;
   readonly stat: Stats;
 }

@@ -51,7 +51,7 @@ function asKey(k: KeyInput, kind: 'private' | 'public', op: string): KeyObject {
 }
 
 /** sha256 (hex) of a public key's SPKI encoding: how signatures name their key. */
-export function keyFingerprint(k: KeyObject): string {
+function keyFingerprint(k: KeyObject): string {
   const pub = k.type === 'private' ? createPublicKey(k) : k;
   return createHash('sha256').update(pub.export({ type: 'spki', format: 'der' })).digest('hex');
 }
