@@ -71,6 +71,8 @@ export interface Lowered {
   readonly outputs: BufferView[];
   /** final copies for in-place writes that could not be done in place */
   readonly decisions: FusionDecision[];
+  /** the op of each graph node, by node id (the profiler names what a kernel fused) */
+  readonly nodeOps?: readonly string[];
 }
 
 class NeedMaterialize extends Error {
@@ -655,7 +657,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   }
 
   const outputs = graph.outputs.map((o) => stridedView(o));
-  return { steps, buffers, inputBuffers, outputs, decisions };
+  return { steps, buffers, inputBuffers, outputs, decisions, nodeOps: nodes.map((n) => n.op) };
 
   function writeInPlace(targetId: number, valueId: number): boolean {
     const target = nodes[targetId]!;
