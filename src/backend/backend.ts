@@ -72,6 +72,8 @@ export interface Backend {
    * a dynamic program per concrete size for this backend (one compile per size).
    */
   readonly symbolicKernels?: boolean;
+  /** Whether `prepare` renders AttentionKernel (loop-ir.ts; made by src/compiler/fuse-attention.ts); absent: programs keep score, softmax and ·v kernels */
+  readonly attentionKernels?: boolean;
   /**
    * false for a backend that reads only asynchronously (WebGPU): the compiler then folds
    * constants on the host and reports a value read inside a compiled function as an

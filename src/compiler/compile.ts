@@ -13,6 +13,7 @@ import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
 import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './lower.js';
+import { fuseAttention } from './fuse-attention.js';
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
@@ -771,6 +772,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const lowered = hit?.lowered ?? lower(graph);
       if (!hit) {
         dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
+        if ((kernelBackend ?? runtime.backend).attentionKernels) fuseAttention(lowered);
         groupHorizontally(lowered);
       }
       // a cache hit's time is reading and decoding the stored program, not lowering

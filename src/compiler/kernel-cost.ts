@@ -95,6 +95,18 @@ function costInto(k: LoopKernel, t: Traffic): number {
     storesOf(t, k.rowStores, ext);
     return flops + rows * (stmtOps(k.outerBody) + storeOps(k.outerStores)) + all * (stmtOps(k.rowBody) + storeOps(k.rowStores));
   }
+  if (k.kind === 'attention') {
+    const ext = [...k.batch, k.rows, k.keys], out = [...k.batch, k.rows, k.width];
+    t.add(k.query.buf, 'Q', operandElements(k.query, k.batch, k.rows, k.depth));
+    t.add(k.key.buf, 'K', operandElements(k.key, k.batch, k.depth, k.keys));
+    t.add(k.value.buf, 'V', operandElements(k.value, k.batch, k.keys, k.width));
+    loadsOf(t, [...k.score.body.map((s) => s.e), k.score.value], ext);
+    loadsOf(t, [...k.body.map((s) => s.e), ...k.stores.map((s) => s.value)], out);
+    storesOf(t, k.stores, out);
+    const scores = prod(ext), outs = prod(out);
+    // q·k and p·v, the score statements, and per score the max, exp, sum (the online rescale per block is not counted)
+    return 2 * scores * (k.depth + k.width) + scores * (stmtOps(k.score.body) + opCount(k.score.value) + 3) + outs * (1 + stmtOps(k.body) + storeOps(k.stores));
+  }
   const ext = [...k.batch, k.m, k.n];
   t.add(k.a.buf, 'A', operandElements(k.a, k.batch, k.m, k.k));
   t.add(k.b.buf, 'B', operandElements(k.b, k.batch, k.k, k.n));

@@ -309,6 +309,7 @@ export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
     if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
     else if (k.kind === 'pointwise') renderPointwise(k, em);
     else if (k.kind === 'row') renderRow(k, em);
+    else if (k.kind === 'attention') throw new Error('kiln internal: the JS renderer does not render attention kernels (it does not declare attentionKernels)');
     else renderMatmul(k, em, prelude);
   } finally {
     if (dyn && k.sizes) em.lines.unshift(...Array.from({ length: k.sizes.count }, (_, i) => `const ${symName(i)} = b${k.sizes!.buf}[${i}];`), ...dyn.lines);

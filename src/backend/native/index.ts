@@ -111,6 +111,8 @@ export class NativeBackend extends JsBufferBackend implements Backend {
    * prepares each once and no size compiles C again.
    */
   readonly symbolicKernels = true;
+  /** attention as one kernel (attention-c.ts) */
+  readonly attentionKernels = true;
   /** a fresh output is a fresh typed array here too (page faults, garbage collection): W4 took 3.9 ms a call against 1.7 ms recycled */
   readonly outputRecycling = JS_OUTPUT_RECYCLING;
   constructor(js: JsBackend = new JsBackend()) {

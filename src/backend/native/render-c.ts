@@ -32,6 +32,7 @@ import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStore
 import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
 import { CSizes } from './sizes-c.js';
+import { renderAttention } from './attention-c.js';
 import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
@@ -45,7 +46,7 @@ interface CVal {
 }
 
 const KIND: Record<DType, Kind> = { float32: 'f32', float64: 'f64', int32: 'i32', bool: 'b' };
-const CTYPE: Record<Kind, string> = { f32: 'float', f64: 'double', i32: 'int32_t', b: 'int', i64: 'int64_t' };
+export const CTYPE: Record<Kind, string> = { f32: 'float', f64: 'double', i32: 'int32_t', b: 'int', i64: 'int64_t' };
 const STORAGE: Record<DType, string> = { float32: 'float', float64: 'double', int32: 'int32_t', bool: 'uint8_t' };
 const isFloatKind = (k: Kind) => k === 'f32' || k === 'f64';
 
@@ -335,7 +336,7 @@ function renderCast(x: CVal, dtype: DType): CVal {
 // ---------------------------------------------------------------- emitter
 
 /** The shared emitter, plus C's value kinds and indentation. */
-class CEmitter extends Emitter {
+export class CEmitter extends Emitter {
   readonly tmpKind = new Map<number, Kind>();
   readonly redVal = new Map<number, CVal>();
   accVal: CVal | null = null;
@@ -380,7 +381,7 @@ class CEmitter extends Emitter {
   }
 }
 
-function expr(e: LExpr, em: CEmitter): CVal {
+export function expr(e: LExpr, em: CEmitter): CVal {
   switch (e.k) {
     case 'load': return { s: `b${e.buf}[${em.ptr(e.at)}]`, t: KIND[e.dtype] };
     // a size used as a value (e.g. Welford's n): the int64 local, converted by its context
@@ -399,7 +400,7 @@ function expr(e: LExpr, em: CEmitter): CVal {
   }
 }
 
-function stmts(em: CEmitter, body: readonly Stmt[]): void {
+export function stmts(em: CEmitter, body: readonly Stmt[]): void {
   for (const s of body) {
     const v = expr(s.e, em);
     const t: Kind = v.t ?? 'f64';
@@ -408,11 +409,11 @@ function stmts(em: CEmitter, body: readonly Stmt[]): void {
   }
 }
 
-function stores(em: CEmitter, list: readonly Store[]): void {
+export function stores(em: CEmitter, list: readonly Store[]): void {
   for (const s of list) em.emit(`b${s.buf}[${em.ptr(s.at)}] = ${storeAs(expr(s.value, em), s.dtype)};`);
 }
 
-function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly LExpr[] = []): Affine[] {
+export function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly LExpr[] = []): Affine[] {
   const out = new Map<string, Affine>();
   const visit = (e: LExpr) => exprLoads(e).forEach((l) => out.set(affKey(l.at), l.at));
   for (const s of body) visit(s.e);
@@ -844,6 +845,7 @@ export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   if (k.kind === 'group') k.parts.forEach((p) => renderPointwise(p, em, false));
   else if (k.kind === 'pointwise') renderPointwise(k, em, true);
   else if (k.kind === 'row') renderRow(k, em);
+  else if (k.kind === 'attention') renderAttention(k, em);
   else renderMatmul(k, em, fname, helpers, pre);
   if (em.sz) {
     // launches pass hi < 0 for "the whole extent", which only the kernel knows at these sizes

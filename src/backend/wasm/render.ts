@@ -47,6 +47,7 @@ export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): Re
   if (k.kind === 'group') k.parts.forEach((part) => renderPointwise(g, part, p, false, notes));
   else if (k.kind === 'pointwise') renderPointwise(g, k, p, true, notes);
   else if (k.kind === 'row') renderRow(g, k, p, notes);
+  else if (k.kind === 'attention') throw new Error('kiln internal: the wasm renderer does not render attention kernels yet');
   else ({ scratchBytes, auxBytes, auxSym } = renderMatmul(g, k, p, dts, notes));
   // the sizes and their products are read first (the body told which it needs)
   if (g.sizes) {

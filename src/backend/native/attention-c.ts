@@ -1,0 +1,113 @@
+// The native backend's attention kernel (loop-ir.ts AttentionKernel, made by
+// src/compiler/fuse-attention.ts): flash-attention style, per task = one batch entry and a block
+// of ROWS query rows (tasks split across OpenMP threads). For each block of KEYS_BLOCK keys:
+// kᵀ's block packed contiguous, the rows' dot products with it vectorized across the keys, the
+// kernel's score statements (scale, mask) on each, then the online softmax per row (running
+// max m, shift g(m), l = sum exp(s - g(m)) in double as eager's sum, o = sum exp(s - g(m)) v:
+// both rescaled by exp(g(m_old) - g(m_new)) when the max moves) and o += p v vectorized across
+// the value width. Last, the epilogue with acc = o / l. NaN and infinities: the max is
+// NaN-propagating (kiln_maxf); a row whose max is still -inf has nothing accumulated, so its
+// rescale is 0 (not exp of -inf - -inf); a fully masked row ends 0 / 0 = NaN, as eager's
+// softmax does.
+
+import type { Affine, AttentionKernel, Store } from '../../compiler/loop-ir.js';
+import { affinesOf, CEmitter, CTYPE, expr, PARALLEL_WORK, stmts, stores } from './render-c.js';
+
+/** query rows per task; keys per block */
+const ROWS = 16;
+const KEYS_BLOCK = 64;
+
+/** An affine's index with the batch vars at this task's entry and (i, j) free: `base + ci*i + cj*j`. */
+function baseOf(em: CEmitter, a: Affine, nb: number): string {
+  return [em.off(a), ...Array.from({ length: nb }, (_, d) => (a.c[d] ? `${a.c[d]} * v${d}` : '')).filter(Boolean)].join(' + ');
+}
+
+export function renderAttention(k: AttentionKernel, em: CEmitter): void {
+  const nb = k.batch.length, iVar = nb, jVar = nb + 1;
+  const T = CTYPE[k.dtype === 'float32' ? 'f32' : 'f64'];
+  const t = k.dtype === 'float32' ? 'f32' : 'f64';
+  const maxf = t === 'f32' ? 'kiln_maxf' : 'kiln_maxd';
+  const exp = t === 'f32' ? 'expf' : 'exp';
+  const isNegInf = t === 'f32' ? (x: string) => `(kiln_bf(${x}) == 0xff800000u)` : (x: string) => `(kiln_bd(${x}) == 0xfff0000000000000ull)`;
+  const q = k.query, kk = k.key, v = k.value;
+  const scoreAffs = affinesOf(k.score.body, [], [k.score.value]);
+  const epiAffs = affinesOf(k.body, k.stores as Store[]);
+  const par = k.batch.reduce((a, b) => a * b, 1) * k.rows * k.keys * (k.depth + k.width) >= PARALLEL_WORK;
+  // [lo, hi): flattened (batch entry, row) pairs; tasks of ROWS rows never cross a batch entry
+  em.emit(`const int64_t nBlk = ${Math.ceil(k.rows / ROWS)};`);
+  em.emit(`const int64_t tLo = lo / ${k.rows}, tHi = (hi + ${k.rows - 1}) / ${k.rows};`);
+  if (par) em.emit('#pragma omp parallel for schedule(static)');
+  em.emit('for (int64_t task = tLo * nBlk; task < tHi * nBlk; task++) {');
+  em.emit('const int64_t te = task / nBlk;');
+  em.emit(`int64_t iA = (task % nBlk) * ${ROWS}, iB = iA + ${ROWS} < ${k.rows} ? iA + ${ROWS} : ${k.rows};`);
+  em.emit(`if (te * ${k.rows} + iA < lo) iA = lo - te * ${k.rows};`);
+  em.emit(`if (te * ${k.rows} + iB > hi) iB = hi - te * ${k.rows};`);
+  em.emit('if (iA >= iB) continue;');
+  em.emit('int64_t q_ = te;');
+  for (let d = nb - 1; d >= 0; d--) em.emit(`const int64_t v${d} = q_ % ${k.batch[d]}; q_ /= ${k.batch[d]};`);
+  em.emit('(void)q_;');
+  em.emit(`const ${T} *Q = b${q.buf} + ${baseOf(em, q.base, nb)};`);
+  em.emit(`const ${T} *K = b${kk.buf} + ${baseOf(em, kk.base, nb)};`);
+  em.emit(`const ${T} *V = b${v.buf} + ${baseOf(em, v.base, nb)};`);
+  scoreAffs.forEach((a, i) => em.emit(`const int64_t sB${i} = ${baseOf(em, a, nb)};`));
+  epiAffs.forEach((a, i) => em.emit(`const int64_t eB${i} = ${baseOf(em, a, nb)};`));
+  em.emit(`${T} m[${ROWS}], o[${ROWS}][${k.width}], s[${ROWS}][${KEYS_BLOCK}], kt[${k.depth}][${KEYS_BLOCK}];`);
+  em.emit(`double l[${ROWS}];`);
+  em.emit(`for (int64_t r = 0; r < ${ROWS}; r++) { m[r] = -INFINITY; l[r] = 0; for (int64_t c = 0; c < ${k.width}; c++) o[r][c] = 0; }`);
+  em.emit(`for (int64_t j0 = 0; j0 < ${k.keys}; j0 += ${KEYS_BLOCK}) {`);
+  em.emit(`const int64_t bc = ${k.keys} - j0 < ${KEYS_BLOCK} ? ${k.keys} - j0 : ${KEYS_BLOCK};`);
+  // kᵀ's block, contiguous along the keys (zeros past the last key)
+  em.emit(`for (int64_t d = 0; d < ${k.depth}; d++) for (int64_t jj = 0; jj < ${KEYS_BLOCK}; jj++) kt[d][jj] = jj < bc ? K[d * ${kk.sRow} + (j0 + jj) * ${kk.sCol}] : 0;`);
+  em.emit('for (int64_t i = iA; i < iB; i++) {');
+  em.emit('const int64_t r = i - iA;');
+  em.emit(`${T} dot[${KEYS_BLOCK}] = {0};`);
+  em.emit(`for (int64_t d = 0; d < ${k.depth}; d++) { const ${T} a = Q[i * ${q.sRow} + d * ${q.sCol}]; for (int64_t jj = 0; jj < ${KEYS_BLOCK}; jj++) dot[jj] += a * kt[d][jj]; }`);
+  // the scores (the kernel's statements, acc = the dot product) and their max
+  em.emit(`${T} mb = m[r];`);
+  em.emit('for (int64_t jj = 0; jj < bc; jj++) {');
+  em.emit('const int64_t j = j0 + jj;');
+  scoreAffs.forEach((a, idx) => {
+    em.emit(`const int64_t pS${idx} = sB${idx} + ${a.c[iVar] ?? 0} * i + ${a.c[jVar] ?? 0} * j;`);
+    em.setPtr(a, `pS${idx}`);
+  });
+  em.accVal = { s: 'dot[jj]', t };
+  stmts(em, k.score.body);
+  const sv = expr(k.score.value, em);
+  em.emit(`const ${T} sc = ${sv.t === null ? `(${T})${sv.v}` : sv.t === t ? sv.s : `(${T})(${sv.s})`};`);
+  em.emit('s[r][jj] = sc;');
+  em.emit(`mb = ${maxf}(mb, sc);`);
+  em.emit('}');
+  // the online softmax: rescale what the row has by exp(g(old max) - g(new max))
+  em.redVal.set(k.maxId, { s: 'mo', t });
+  em.emit(`const ${T} mo = m[r];`);
+  const gOld = expr(k.shift, em);
+  em.emit(`const ${T} go = ${gOld.t === null ? `(${T})${gOld.v}` : gOld.s};`);
+  em.redVal.set(k.maxId, { s: 'mb', t });
+  const gNew = expr(k.shift, em);
+  em.emit(`const ${T} gn = ${gNew.t === null ? `(${T})${gNew.v}` : gNew.s};`);
+  em.emit(`const ${T} fac = ${isNegInf('mo')} ? (${T})0 : ${exp}(go - gn);`);
+  em.emit('double sum = 0;');
+  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} p = ${exp}(s[r][jj] - gn); s[r][jj] = p; sum += p; }`);
+  em.emit('l[r] = l[r] * fac + sum;');
+  em.emit('m[r] = mb;');
+  em.emit(`for (int64_t c = 0; c < ${k.width}; c++) o[r][c] *= fac;`);
+  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} p = s[r][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow}; for (int64_t c = 0; c < ${k.width}; c++) o[r][c] += p * vr[c * ${v.sCol}]; }`);
+  em.emit('}'); // rows
+  em.emit('}'); // key blocks
+  // the epilogue: acc = o / l at (batch..., i, c)
+  em.emit('for (int64_t i = iA; i < iB; i++) {');
+  em.emit('const int64_t r = i - iA;');
+  em.emit(`const ${T} li = (${T})l[r];`);
+  em.emit(`for (int64_t c = 0; c < ${k.width}; c++) {`);
+  epiAffs.forEach((a, idx) => {
+    em.emit(`const int64_t pE${idx} = eB${idx} + ${a.c[iVar] ?? 0} * i + ${a.c[jVar] ?? 0} * c;`);
+    em.setPtr(a, `pE${idx}`);
+  });
+  em.emit(`const ${T} acc = o[r][c] / li;`);
+  em.accVal = { s: 'acc', t };
+  stmts(em, k.body);
+  stores(em, k.stores);
+  em.emit('}');
+  em.emit('}');
+  em.emit('}'); // tasks
+}
