@@ -14,4 +14,5 @@ const seed = Math.floor(Math.random() * 2 ** 31);
 console.log(`# attention: seed ${seed}`);
 const nativeWhy = nativeUnavailableReason();
 
+test('fused attention on js equals the float64 reference', () => checkAttentionCases('js', true, seed));
 test('fused attention on native equals the float64 reference', { skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false }, () => checkAttentionCases('native', true, seed));

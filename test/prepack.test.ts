@@ -1,4 +1,5 @@
-// Prepacked matmul operands on the native backend (src/backend/native/prepack.ts): a weight
+// Prepacked matmul operands on the native and wasm backends (src/backend/native/prepack.ts,
+// src/backend/wasm/prepack.ts): a weight
 // whose storage keeps its version is packed once, on its second launch, and later calls use the
 // packed panels; any in-place write (eager assign, a compiled optimizer step writing it) moves
 // the version and the next call packs again: never a stale weight. Checked against float64
@@ -12,11 +13,15 @@ import { join } from 'node:path';
 import * as kiln from 'kilnjs';
 import { nativeUnavailableReason } from 'kilnjs/node';
 import { prepackStats } from '../src/backend/native/prepack.js';
+import { wasmPrepackStats } from '../src/backend/wasm/prepack.js';
 import { prng } from './helpers/prng.js';
 
 process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');
-const unavailable = nativeUnavailableReason();
-const skip = unavailable ? `native backend unavailable: ${unavailable}` : false;
+const nativeWhy = nativeUnavailableReason();
+const BACKENDS = [
+  { backend: 'native', skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false, stats: prepackStats },
+  { backend: 'wasm', skip: kiln.wasmUnavailableReason() ?? false, stats: wasmPrepackStats },
+] as const;
 
 const seed = Math.floor(Math.random() * 2 ** 31);
 console.log(`# native prepack: seed ${seed}`);
@@ -57,27 +62,27 @@ const CASES = [
   { name: 'one row', x: [1, 200], n: 40, transposed: true },
 ];
 
-for (const c of CASES) {
-  test(`native prepack: ${c.name}, packed once and repacked after every in-place write`, { skip }, () => {
+for (const { backend, skip, stats } of BACKENDS) for (const c of CASES) {
+  test(`${backend} prepack: ${c.name}, packed once and repacked after every in-place write`, { skip }, () => {
     kiln.compiler.reset();
     const k = c.x.at(-1)!;
     const x = randomTensor(c.x);
     const w = randomTensor(c.transposed ? [c.n, k] : [k, c.n]);
     const bias = randomTensor([c.n]);
     const fn = (t: kiln.Tensor) => (c.transposed ? kiln.linear(t, w, bias) : t.matmul(w).add(bias)).relu();
-    const f = kiln.compile(fn, { backend: 'native', fullgraph: true });
+    const f = kiln.compile(fn, { backend, fullgraph: true });
     const call = () => kiln.noGrad(() => kiln.scope(() => Array.from(f(x).dataSync())));
-    const packs0 = prepackStats.packs, hits0 = prepackStats.hits;
+    const packs0 = stats.packs, hits0 = stats.hits;
     for (let i = 0; i < 4; i++) assertClose(call(), reference(x, w, bias, c.transposed), `call ${i}`);
-    assert.equal(prepackStats.packs - packs0, 1, 'the weight was packed once');
-    assert.ok(prepackStats.hits - hits0 >= 2, 'later calls used the packed weight');
+    assert.equal(stats.packs - packs0, 1, 'the weight was packed once');
+    assert.ok(stats.hits - hits0 >= 2, 'later calls used the packed weight');
     // an eager in-place write moves the version: the next call must see the new weight
     kiln.noGrad(() => kiln.assign(w, kiln.scope(() => w.mul(-0.5).add(0.25))));
     assertClose(call(), reference(x, w, bias, c.transposed), 'after assign');
     assertClose(call(), reference(x, w, bias, c.transposed), 'after assign, packed again');
-    assert.equal(prepackStats.packs - packs0, 2, 'packed again for the new content');
+    assert.equal(stats.packs - packs0, 2, 'packed again for the new content');
     // a compiled step writing the weight (an optimizer-style update) moves it too
-    const update = kiln.compile(() => kiln.noGrad(() => void kiln.assign(w, w.mul(1.5).sub(0.1))), { backend: 'native', fullgraph: true });
+    const update = kiln.compile(() => kiln.noGrad(() => void kiln.assign(w, w.mul(1.5).sub(0.1))), { backend, fullgraph: true });
     for (let i = 0; i < 3; i++) {
       update();
       assertClose(call(), reference(x, w, bias, c.transposed), `after compiled update ${i}`);
@@ -88,7 +93,7 @@ for (const c of CASES) {
   });
 }
 
-test('native prepack: NaN and Inf in a packed weight propagate as in eager', { skip }, () => {
+for (const { backend, skip } of BACKENDS) test(`${backend} prepack: NaN and Inf in a packed weight propagate as in eager`, { skip }, () => {
   kiln.compiler.reset();
   const x = randomTensor([16, 40]);
   const wd = Float32Array.from({ length: 24 * 40 }, () => rand() - 0.5);
@@ -96,7 +101,7 @@ test('native prepack: NaN and Inf in a packed weight propagate as in eager', { s
   wd[10 * 40 + 0] = Infinity;
   const w = kiln.keep(kiln.tensor(wd).reshape([24, 40]));
   const bias = kiln.keep(kiln.zeros([24]));
-  const f = kiln.compile((t: kiln.Tensor) => kiln.linear(t, w, bias), { backend: 'native', fullgraph: true });
+  const f = kiln.compile((t: kiln.Tensor) => kiln.linear(t, w, bias), { backend, fullgraph: true });
   const eager = kiln.noGrad(() => kiln.scope(() => Array.from(kiln.linear(x, w, bias).dataSync())));
   for (let i = 0; i < 3; i++) {
     const got = kiln.noGrad(() => kiln.scope(() => Array.from(f(x).dataSync())));
