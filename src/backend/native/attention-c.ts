@@ -13,9 +13,11 @@
 import type { Affine, AttentionKernel, Store } from '../../compiler/loop-ir.js';
 import { affinesOf, CEmitter, CTYPE, expr, PARALLEL_WORK, stmts, stores } from './render-c.js';
 
-/** query rows per task; keys per block */
-const ROWS = 16;
+/** keys per block; query rows per task: all of a batch entry's (up to MAX_ROWS) when there are enough entries to keep the threads busy, else ROWS */
 const KEYS_BLOCK = 64;
+const ROWS = 32;
+const MAX_ROWS = 128;
+const ENOUGH_TASKS = 8;
 
 /** An affine's index with the batch vars at this task's entry and (i, j) free: `base + ci*i + cj*j`. */
 function baseOf(em: CEmitter, a: Affine, nb: number): string {
@@ -33,13 +35,16 @@ export function renderAttention(k: AttentionKernel, em: CEmitter): void {
   const scoreAffs = affinesOf(k.score.body, [], [k.score.value]);
   const epiAffs = affinesOf(k.body, k.stores as Store[]);
   const par = k.batch.reduce((a, b) => a * b, 1) * k.rows * k.keys * (k.depth + k.width) >= PARALLEL_WORK;
-  // [lo, hi): flattened (batch entry, row) pairs; tasks of ROWS rows never cross a batch entry
-  em.emit(`const int64_t nBlk = ${Math.ceil(k.rows / ROWS)};`);
+  // [lo, hi): flattened (batch entry, row) pairs; tasks of R rows never cross a batch entry (kᵀ
+  // is packed once per task and key block: whole entries amortize it best)
+  const entries = k.batch.reduce((a, b) => a * b, 1);
+  const R = entries >= ENOUGH_TASKS && k.rows <= MAX_ROWS ? k.rows : Math.min(ROWS, k.rows);
+  em.emit(`const int64_t nBlk = ${Math.ceil(k.rows / R)};`);
   em.emit(`const int64_t tLo = lo / ${k.rows}, tHi = (hi + ${k.rows - 1}) / ${k.rows};`);
   if (par) em.emit('#pragma omp parallel for schedule(static)');
   em.emit('for (int64_t task = tLo * nBlk; task < tHi * nBlk; task++) {');
   em.emit('const int64_t te = task / nBlk;');
-  em.emit(`int64_t iA = (task % nBlk) * ${ROWS}, iB = iA + ${ROWS} < ${k.rows} ? iA + ${ROWS} : ${k.rows};`);
+  em.emit(`int64_t iA = (task % nBlk) * ${R}, iB = iA + ${R} < ${k.rows} ? iA + ${R} : ${k.rows};`);
   em.emit(`if (te * ${k.rows} + iA < lo) iA = lo - te * ${k.rows};`);
   em.emit(`if (te * ${k.rows} + iB > hi) iB = hi - te * ${k.rows};`);
   em.emit('if (iA >= iB) continue;');
@@ -51,17 +56,34 @@ export function renderAttention(k: AttentionKernel, em: CEmitter): void {
   em.emit(`const ${T} *V = b${v.buf} + ${baseOf(em, v.base, nb)};`);
   scoreAffs.forEach((a, i) => em.emit(`const int64_t sB${i} = ${baseOf(em, a, nb)};`));
   epiAffs.forEach((a, i) => em.emit(`const int64_t eB${i} = ${baseOf(em, a, nb)};`));
-  em.emit(`${T} m[${ROWS}], o[${ROWS}][${k.width}], s[${ROWS}][${KEYS_BLOCK}], kt[${k.depth}][${KEYS_BLOCK}];`);
-  em.emit(`double l[${ROWS}];`);
-  em.emit(`for (int64_t r = 0; r < ${ROWS}; r++) { m[r] = -INFINITY; l[r] = 0; for (int64_t c = 0; c < ${k.width}; c++) o[r][c] = 0; }`);
+  const VT = t === 'f32' ? 'kiln_vf' : 'kiln_vd';
+  const NVL = `((int64_t)(KILN_VBYTES / sizeof(${T})))`;
+  em.emit(`${T} m[${R}], o[${R}][${k.width}], s[${R}][${KEYS_BLOCK}] __attribute__((aligned(64))), kt[${k.depth}][${KEYS_BLOCK}] __attribute__((aligned(64)));`);
+  em.emit(`double l[${R}];`);
+  em.emit(`for (int64_t r = 0; r < ${R}; r++) { m[r] = -INFINITY; l[r] = 0; for (int64_t c = 0; c < ${k.width}; c++) o[r][c] = 0; }`);
   em.emit(`for (int64_t j0 = 0; j0 < ${k.keys}; j0 += ${KEYS_BLOCK}) {`);
   em.emit(`const int64_t bc = ${k.keys} - j0 < ${KEYS_BLOCK} ? ${k.keys} - j0 : ${KEYS_BLOCK};`);
   // kᵀ's block, contiguous along the keys (zeros past the last key)
-  em.emit(`for (int64_t d = 0; d < ${k.depth}; d++) for (int64_t jj = 0; jj < ${KEYS_BLOCK}; jj++) kt[d][jj] = jj < bc ? K[d * ${kk.sRow} + (j0 + jj) * ${kk.sCol}] : 0;`);
-  em.emit('for (int64_t i = iA; i < iB; i++) {');
+  em.emit(`for (int64_t jj = 0; jj < ${KEYS_BLOCK}; jj++) { const ${T} *kr = K + (j0 + jj) * ${kk.sCol}; for (int64_t d = 0; d < ${k.depth}; d++) kt[d][jj] = jj < bc ? kr[d * ${kk.sRow}] : 0; }`);
+  // q·k for two rows at a time (the second repeats the first on an odd last row), the key
+  // block in vector accumulators
+  em.emit(`${T} dots[2][${KEYS_BLOCK}] __attribute__((aligned(64)));`);
+  em.emit('for (int64_t i2 = iA; i2 < iB; i2 += 2) {');
+  em.emit('const int64_t iN = i2 + 1 < iB ? i2 + 1 : i2;');
+  em.emit('{');
+  em.emit(`${VT} a0[${KEYS_BLOCK} / ${NVL}], a1[${KEYS_BLOCK} / ${NVL}];`);
+  em.emit(`for (int64_t v = 0; v < ${KEYS_BLOCK} / ${NVL}; v++) a0[v] = a1[v] = (${VT}){0};`);
+  em.emit(`const ${T} *q0 = Q + i2 * ${q.sRow}, *q1 = Q + iN * ${q.sRow};`);
+  em.emit(`for (int64_t d = 0; d < ${k.depth}; d++) {`);
+  em.emit(`const ${T} x0 = q0[d * ${q.sCol}], x1 = q1[d * ${q.sCol}];`);
+  em.emit('#pragma GCC unroll 16');
+  em.emit(`for (int64_t v = 0; v < ${KEYS_BLOCK} / ${NVL}; v++) { const ${VT} b = *(const ${VT} *)&kt[d][v * ${NVL}]; a0[v] += x0 * b; a1[v] += x1 * b; }`);
+  em.emit('}');
+  em.emit('memcpy(dots[0], a0, sizeof a0); memcpy(dots[1], a1, sizeof a1);');
+  em.emit('}');
+  em.emit('for (int64_t i = i2; i <= iN; i++) {');
   em.emit('const int64_t r = i - iA;');
-  em.emit(`${T} dot[${KEYS_BLOCK}] = {0};`);
-  em.emit(`for (int64_t d = 0; d < ${k.depth}; d++) { const ${T} a = Q[i * ${q.sRow} + d * ${q.sCol}]; for (int64_t jj = 0; jj < ${KEYS_BLOCK}; jj++) dot[jj] += a * kt[d][jj]; }`);
+  em.emit(`const ${T} *dot = dots[i - i2];`);
   // the scores (the kernel's statements, acc = the dot product) and their max
   em.emit(`${T} mb = m[r];`);
   em.emit('for (int64_t jj = 0; jj < bc; jj++) {');
@@ -75,8 +97,12 @@ export function renderAttention(k: AttentionKernel, em: CEmitter): void {
   const sv = expr(k.score.value, em);
   em.emit(`const ${T} sc = ${sv.t === null ? `(${T})${sv.v}` : sv.t === t ? sv.s : `(${T})(${sv.s})`};`);
   em.emit('s[r][jj] = sc;');
-  em.emit(`mb = ${maxf}(mb, sc);`);
   em.emit('}');
+  // the max, vectorizable: NaN tracked by its bits (-ffast-math may not see NaN in compares)
+  const bits = t === 'f32' ? { u: 'uint32_t', abs: '0x7fffffffu', inf: '0x7f800000u', get: 'kiln_bf' } : { u: 'uint64_t', abs: '0x7fffffffffffffffull', inf: '0x7ff0000000000000ull', get: 'kiln_bd' };
+  em.emit(`{ ${T} mx = -INFINITY; int nan = 0;`);
+  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} x = s[r][jj]; mx = x > mx ? x : mx; ${bits.u} u; memcpy(&u, &x, sizeof u); nan |= (u & ${bits.abs}) > ${bits.inf}; }`);
+  em.emit(`mb = nan ? (${T})NAN : ${maxf}(mb, mx); }`);
   // the online softmax: rescale what the row has by exp(g(old max) - g(new max))
   em.redVal.set(k.maxId, { s: 'mo', t });
   em.emit(`const ${T} mo = m[r];`);
@@ -87,12 +113,29 @@ export function renderAttention(k: AttentionKernel, em: CEmitter): void {
   em.emit(`const ${T} gn = ${gNew.t === null ? `(${T})${gNew.v}` : gNew.s};`);
   em.emit(`const ${T} fac = ${isNegInf('mo')} ? (${T})0 : ${exp}(go - gn);`);
   em.emit('double sum = 0;');
-  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} p = ${exp}(s[r][jj] - gn); s[r][jj] = p; sum += p; }`);
+  // exp(s - g): -inf (masked) lanes computed as exp(0) and zeroed, so the vector exp keeps off its slow path
+  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} x = s[r][jj] - gn; ${bits.u} u; memcpy(&u, &x, sizeof u); const int ninf = u == (${bits.inf} | ~${bits.abs}); const ${T} e = ${exp}(ninf ? (${T})0 : x); s[r][jj] = ninf ? (${T})0 : e; }`);
+  em.emit('for (int64_t jj = 0; jj < bc; jj++) sum += s[r][jj];');
   em.emit('l[r] = l[r] * fac + sum;');
   em.emit('m[r] = mb;');
-  em.emit(`for (int64_t c = 0; c < ${k.width}; c++) o[r][c] *= fac;`);
-  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} p = s[r][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow}; for (int64_t c = 0; c < ${k.width}; c++) o[r][c] += p * vr[c * ${v.sCol}]; }`);
-  em.emit('}'); // rows
+  // o = o * fac + p · v, in vector accumulators over chunks of the value width
+  const chunk = `(4 * ${NVL})`;
+  em.emit('int64_t c0 = 0;');
+  if (v.sCol === 1) {
+    em.emit(`for (; c0 + ${chunk} <= ${k.width}; c0 += ${chunk}) {`);
+    em.emit(`${VT} acc4[4];`);
+    em.emit(`for (int v = 0; v < 4; v++) { memcpy(&acc4[v], &o[r][c0 + v * ${NVL}], sizeof acc4[v]); acc4[v] *= fac; }`);
+    em.emit('for (int64_t jj = 0; jj < bc; jj++) {');
+    em.emit(`const ${T} p = s[r][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow} + c0;`);
+    em.emit(`for (int v = 0; v < 4; v++) { ${VT} x; memcpy(&x, vr + v * ${NVL}, sizeof x); acc4[v] += p * x; }`);
+    em.emit('}');
+    em.emit(`for (int v = 0; v < 4; v++) memcpy(&o[r][c0 + v * ${NVL}], &acc4[v], sizeof acc4[v]);`);
+    em.emit('}');
+  }
+  em.emit(`for (int64_t c = c0; c < ${k.width}; c++) o[r][c] *= fac;`);
+  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} p = s[r][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow}; for (int64_t c = c0; c < ${k.width}; c++) o[r][c] += p * vr[c * ${v.sCol}]; }`);
+  em.emit('}'); // rows of the pair
+  em.emit('}'); // row pairs
   em.emit('}'); // key blocks
   // the epilogue: acc = o / l at (batch..., i, c)
   em.emit('for (int64_t i = iA; i < iB; i++) {');
