@@ -21,6 +21,7 @@ import type { PointwiseAttrs } from '../ops/pointwise.js';
 import type { Graph, GraphNode } from './graph.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseKernel, RowKernel, Stmt, Store } from './loop-ir.js';
 import { kernelLoadExprs, kernelLoads, kernelStores, someLeaf } from './loop-ir.js';
+import { sharedMatmulSums } from './materialize-shared.js';
 
 const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]);
 export const VIEWS: ReadonlySet<string> = new Set(['reshape', 'permute', 'expand', 'slice']);
@@ -151,10 +152,13 @@ interface KernelCtx {
 }
 
 export function lower(graph: Graph): Lowered {
-  const forced = new Set<number>();
+  const shared = sharedMatmulSums(graph, isPointwiseNode);
+  const forced = new Set<number>(shared.forced);
   for (let attempt = 0; attempt <= graph.nodes.length; attempt++) {
     try {
-      return lowerOnce(graph, forced);
+      const l = lowerOnce(graph, forced);
+      l.decisions.unshift(...shared.decisions);
+      return l;
     } catch (e) {
       if (e instanceof NeedMaterialize && !forced.has(e.node)) {
         forced.add(e.node);
