@@ -243,7 +243,9 @@ function columns(header: readonly string[], rows: readonly string[][]): string[]
 const PID = 1, CPU_TID = 1, DEVICE_TID = 2;
 
 function chromeTrace(rec: Recording, r: ProfileReport, programs: ReadonlyMap<ProfiledProgram, number>): ChromeTrace {
-  const origin = Math.min(...rec.runs.map((x) => x.t0), ...rec.spans.map((s) => s.t0), ...rec.steps.map((s) => s.t0));
+  // (loops, not Math.min(...xs): a long profile has more events than a call takes arguments)
+  let origin = Infinity;
+  for (const x of [rec.runs, rec.spans, rec.steps]) for (const e of x) origin = Math.min(origin, e.t0);
   const us = (ms: number) => (ms - origin) * 1e3;
   const events: ChromeTraceEvent[] = [];
   const X = (name: string, cat: string, t0: number, t1: number, args?: Record<string, unknown>, tid = CPU_TID) =>
@@ -258,7 +260,8 @@ function chromeTrace(rec: Recording, r: ProfileReport, programs: ReadonlyMap<Pro
   // device time is on the device's clock: laid end to end from the first dispatch's launch, in order
   if (rec.device) {
     const startOf = new Map<number, number>([...rec.steps.map((s) => [s.unit, s.t0] as const), ...rec.spans.filter((s) => s.unit !== undefined).map((s) => [s.unit!, s.t0] as const)]);
-    let t = Math.min(...rec.device.map((d) => (d.unit === null ? Infinity : startOf.get(d.unit) ?? Infinity)), rec.runs[0]?.t0 ?? origin);
+    let t = rec.runs[0]?.t0 ?? origin;
+    for (const d of rec.device) if (d.unit !== null) t = Math.min(t, startOf.get(d.unit) ?? Infinity);
     for (const d of rec.device) {
       const ms = Number.isFinite(d.ns) ? d.ns / 1e6 : 0;
       X(d.kernel, 'device', t, t + ms, { ns: d.ns }, DEVICE_TID);
