@@ -101,8 +101,8 @@ test('a residual stream is computed once, in the epilogue of the matmul that add
   };
   const { c, g } = compileOnce(fn, x);
   // one layer norm per block and the final one, one matmul per block
-  assert.equal(g.kernels, 2 * layers + 1, g.program ?? "");
-  assert.equal((g.fusion!.match(/computed once in matmul %\d+'s epilogue/g) ?? []).length, layers, g.fusion ?? "");
+  assert.equal(g.kernels, 2 * layers + 1, g.program ?? '');
+  assert.equal((g.fusion!.match(/computed once in matmul %\d+'s epilogue/g) ?? []).length, layers, g.fusion ?? '');
   // every layer norm reads one full-size buffer (the stream), however deep it is
   for (const k of g.program!.split(/\n(?=kernel )/).filter((s) => s.startsWith('kernel') && s.includes('row reduction'))) {
     const full = new Set([...k.matchAll(/t\d+ = buf(\d+)\[(?:\d+\*)?o\d+ \+ r0\]/g)].map((m) => m[1]));
