@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as kiln from 'kilnjs';
 import { nativeUnavailableReason } from 'kilnjs/node';
 import { checkAttentionCases } from './helpers/attention-cases.js';
 
@@ -15,4 +16,5 @@ console.log(`# attention: seed ${seed}`);
 const nativeWhy = nativeUnavailableReason();
 
 test('fused attention on js equals the float64 reference', () => checkAttentionCases('js', true, seed));
+test('fused attention on wasm equals the float64 reference', { skip: kiln.wasmUnavailableReason() ?? false }, () => checkAttentionCases('wasm', true, seed));
 test('fused attention on native equals the float64 reference', { skip: nativeWhy ? `native backend unavailable: ${nativeWhy}` : false }, () => checkAttentionCases('native', true, seed));

@@ -141,7 +141,7 @@ export function fuseAttention(l: Lowered): void {
       continue;
     }
     matches.push(m);
-    l.decisions.push({ decision: 'fused', nodes: m.nodes, reason: `attention: ${S.name} (scores), ${R.name} (softmax) and ${O.name} (·v) as one kernel ${m.kernel.name}: scores and probabilities stay in registers, online softmax per block of query rows` });
+    l.decisions.push({ decision: 'fused', nodes: m.nodes, reason: `attention: ${S.name} (scores), ${R.name} (softmax) and ${O.name} (·v) as one kernel ${m.kernel.name}: the scores and probabilities never reach memory` });
     n++;
     si = oi;
   }

@@ -94,6 +94,8 @@ export class WasmBackend extends JsBufferBackend implements Backend {
   readonly name = 'wasm';
   /** dynamic kernels render once and read their sizes at entry (sizes.ts): no per-size compile */
   readonly symbolicKernels = true;
+  /** attention as one kernel (attention.ts) */
+  readonly attentionKernels = true;
   readonly heap: Heap;
   private readonly pending: WasmKernel[] = [];
   private readonly prepared = new Map<string, WasmKernel>();

@@ -7,6 +7,7 @@ import { FuncBuilder } from './encoder.js';
 import { Gen } from './gen.js';
 import { renderPointwise, renderRow } from './kernels.js';
 import { prepackable, renderMatmul } from './matmul.js';
+import { OUT, renderAttention, SCORES } from './attention.js';
 import { ModuleContext } from './module-context.js';
 import { T } from './opcodes.js';
 import { SizeLocals } from './sizes.js';
@@ -42,6 +43,9 @@ export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): Re
   const lo = np, hi = lo + 1, scratch = lo + 2, aux = lo + 3;
   const base = new Map<number, number>(bufs.map((b, i) => [b, i]));
   base.set(-1, aux);
+  // an attention kernel's row of scores and of output live in the thread's scratch
+  const attOut = k.kind === 'attention' ? fb.local(T.i32) : -1;
+  if (k.kind === 'attention') (base.set(SCORES, scratch), base.set(OUT, attOut));
   const g = new Gen(mc, fb, base);
   if (k.sizes) g.sizes = new SizeLocals(fb, base.get(k.sizes.buf)!, k.sizes);
   const notes: string[] = [];
@@ -51,7 +55,7 @@ export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): Re
   if (k.kind === 'group') k.parts.forEach((part) => renderPointwise(g, part, p, false, notes));
   else if (k.kind === 'pointwise') renderPointwise(g, k, p, true, notes);
   else if (k.kind === 'row') renderRow(g, k, p, notes);
-  else if (k.kind === 'attention') throw new Error('kiln internal: the wasm renderer does not render attention kernels yet');
+  else if (k.kind === 'attention') scratchBytes = renderAttention(g, k, { ...p, out: attOut }, notes);
   else ({ scratchBytes, auxBytes, auxSym } = renderMatmul(g, k, pre ? { ...p, pk: bufs.length } : p, dts, notes));
   // the sizes and their products are read first (the body told which it needs)
   if (g.sizes) {
