@@ -111,30 +111,38 @@ export function renderAttention(k: AttentionKernel, em: CEmitter): void {
   em.redVal.set(k.maxId, { s: 'mb', t });
   const gNew = expr(k.shift, em);
   em.emit(`const ${T} gn = ${gNew.t === null ? `(${T})${gNew.v}` : gNew.s};`);
-  em.emit(`const ${T} fac = ${isNegInf('mo')} ? (${T})0 : ${exp}(go - gn);`);
+  // (an unchanged max rescales by exp(0) = 1: no exp call, the usual case after the first blocks)
+  em.emit(`const ${T} fac = ${isNegInf('mo')} ? (${T})0 : ${t === 'f32' ? 'kiln_bf(mo) == kiln_bf(mb)' : 'kiln_bd(mo) == kiln_bd(mb)'} ? (${T})1 : ${exp}(go - gn);`);
   em.emit('double sum = 0;');
   // exp(s - g): -inf (masked) lanes computed as exp(0) and zeroed, so the vector exp keeps off its slow path
-  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} x = s[r][jj] - gn; ${bits.u} u; memcpy(&u, &x, sizeof u); const int ninf = u == (${bits.inf} | ~${bits.abs}); const ${T} e = ${exp}(ninf ? (${T})0 : x); s[r][jj] = ninf ? (${T})0 : e; }`);
+  // (the argument is masked with integer ops, so the compiler cannot fold it back into exp(x))
+  em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} x = s[r][jj] - gn; ${bits.u} u; memcpy(&u, &x, sizeof u); const ${bits.u} keep = (${bits.u})0 - (${bits.u})(u != (${bits.inf} | ~${bits.abs})); u &= keep; ${T} xa; memcpy(&xa, &u, sizeof xa); const ${T} e = ${exp}(xa); ${bits.u} ue; memcpy(&ue, &e, sizeof ue); ue &= keep; memcpy(&s[r][jj], &ue, sizeof ue); }`);
   em.emit('for (int64_t jj = 0; jj < bc; jj++) sum += s[r][jj];');
   em.emit('l[r] = l[r] * fac + sum;');
   em.emit('m[r] = mb;');
-  // o = o * fac + p · v, in vector accumulators over chunks of the value width
+  em.emit(`for (int64_t c = 0; c < ${k.width}; c++) o[r][c] *= fac;`);
+  em.emit('}'); // rows of the pair
+  // o += p · v for both rows of the pair: each v load feeds two rows, in vector accumulators
+  // over chunks of the value width (an odd last row computes its own twice, stored once)
   const chunk = `(4 * ${NVL})`;
+  em.emit('{');
+  em.emit('const int64_t r0 = i2 - iA, r1 = iN - iA;');
   em.emit('int64_t c0 = 0;');
   if (v.sCol === 1) {
     em.emit(`for (; c0 + ${chunk} <= ${k.width}; c0 += ${chunk}) {`);
-    em.emit(`${VT} acc4[4];`);
-    em.emit(`for (int v = 0; v < 4; v++) { memcpy(&acc4[v], &o[r][c0 + v * ${NVL}], sizeof acc4[v]); acc4[v] *= fac; }`);
+    em.emit(`${VT} a4[4], b4[4];`);
+    em.emit(`for (int v = 0; v < 4; v++) { memcpy(&a4[v], &o[r0][c0 + v * ${NVL}], sizeof a4[v]); memcpy(&b4[v], &o[r1][c0 + v * ${NVL}], sizeof b4[v]); }`);
     em.emit('for (int64_t jj = 0; jj < bc; jj++) {');
-    em.emit(`const ${T} p = s[r][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow} + c0;`);
-    em.emit(`for (int v = 0; v < 4; v++) { ${VT} x; memcpy(&x, vr + v * ${NVL}, sizeof x); acc4[v] += p * x; }`);
+    em.emit(`const ${T} p0 = s[r0][jj], p1 = s[r1][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow} + c0;`);
+    em.emit(`for (int v = 0; v < 4; v++) { ${VT} x; memcpy(&x, vr + v * ${NVL}, sizeof x); a4[v] += p0 * x; b4[v] += p1 * x; }`);
     em.emit('}');
-    em.emit(`for (int v = 0; v < 4; v++) memcpy(&o[r][c0 + v * ${NVL}], &acc4[v], sizeof acc4[v]);`);
+    em.emit(`for (int v = 0; v < 4; v++) memcpy(&o[r0][c0 + v * ${NVL}], &a4[v], sizeof a4[v]);`);
+    em.emit(`if (r1 != r0) for (int v = 0; v < 4; v++) memcpy(&o[r1][c0 + v * ${NVL}], &b4[v], sizeof b4[v]);`);
     em.emit('}');
   }
-  em.emit(`for (int64_t c = c0; c < ${k.width}; c++) o[r][c] *= fac;`);
+  em.emit('for (int64_t r = r0; r <= r1; r++)');
   em.emit(`for (int64_t jj = 0; jj < bc; jj++) { const ${T} p = s[r][jj]; const ${T} *vr = V + (j0 + jj) * ${v.sRow}; for (int64_t c = c0; c < ${k.width}; c++) o[r][c] += p * vr[c * ${v.sCol}]; }`);
-  em.emit('}'); // rows of the pair
+  em.emit('}');
   em.emit('}'); // row pairs
   em.emit('}'); // key blocks
   // the epilogue: acc = o / l at (batch..., i, c)
