@@ -155,6 +155,25 @@ test('profile: eager code alone, typed errors for bad options and nested profile
   x.dispose();
 });
 
+test('profile: a compiled generator (reads between graphs) returns a Promise of the report, every call recorded', async () => {
+  kiln.compiler.reset();
+  const x = kiln.keep(kiln.randn([16, 16]));
+  const g = kiln.compile(function* (x: T) {
+    const y = x.matmul(x).relu();
+    const [s] = yield* kiln.read(y.sum());
+    return y.mul(s! > 0 ? 2 : 3).softmax(-1);
+  });
+  await g(x); // traced: each later call runs the two segments' programs
+  const p = kiln.profile(() => g(x), { runs: 3 })();
+  assert.ok(p instanceof Promise);
+  const r = await p;
+  assert.equal(r.runs, 3);
+  assert.ok(r.kernels.length >= 2, r.table());
+  for (const k of r.kernels) assert.equal(k.calls, 3, `${k.name}: recorded in every call, both sides of the read`);
+  checkTrace(r.chromeTrace());
+  x.dispose();
+});
+
 test('profile: normal replay does not time kernels one by one (the per-step path runs only while profiling)', () => {
   kiln.compiler.reset();
   const x = kiln.keep(kiln.randn([32, 32]));

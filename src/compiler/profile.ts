@@ -106,55 +106,47 @@ export function profile<A extends unknown[]>(fn: (...args: A) => unknown, opts: 
     const finish = (rec: Recording) => buildReport(rec, (kb) => floorsFor(kb, opts.floors));
     if (device) return profileOnDevice(device, call, args, warmup, runs).then(finish);
     const r = new Recorder(null);
-    let i = 0;
-    // synchronous calls until one returns a Promise (then the rest, awaited)
-    for (; i < warmup; i++) {
-      const p = callOnce(call, args);
-      if (p) return p.then(() => profileAsync(null, call, args, warmup - i - 1, runs)).then(finish);
-    }
-    profiling.sink = r;
-    try {
-      for (let k = 0; k < runs; k++) {
-        const t0 = performance.now();
-        const p = callOnce(call, args);
-        if (p) {
-          profiling.sink = null;
-          const rest = runs - k - 1;
-          return p.then(() => {
-            r.rec.runs.push({ t0, t1: performance.now() });
-            return rest ? profileAsync(null, call, args, 0, rest, r) : r.rec;
-          }).then(finish);
-        }
-        r.rec.runs.push({ t0, t1: performance.now() });
-      }
-    } finally {
-      if (profiling.sink === r) profiling.sink = null;
-    }
-    return finish(r.rec);
+    const done = calls(call, args, warmup, runs, r);
+    return done ? done.then(() => finish(r.rec)) : finish(r.rec);
   };
 }
 
-/** Recorded calls of a function that returns Promises (the sink is installed only while kiln code runs synchronously inside a call, and between its awaits). */
-async function profileAsync(device: Backend | null, fn: (...a: unknown[]) => unknown, args: readonly unknown[], warmup: number, runs: number, r = new Recorder(device)): Promise<Recording> {
-  for (let i = 0; i < warmup; i++) await callOnce(fn, args);
-  for (let k = 0; k < runs; k++) {
+/**
+ * `warmup` unrecorded calls, then `runs` recorded ones (the sink installed for each, until it
+ * settles): synchronous while the calls are, a Promise from the first call that returns one.
+ */
+function calls(fn: (...a: unknown[]) => unknown, args: readonly unknown[], warmup: number, runs: number, r: Recorder, i = 0): void | Promise<void> {
+  for (; i < warmup + runs; i++) {
+    const recorded = i >= warmup;
     const t0 = performance.now();
-    profiling.sink = r;
+    if (recorded) profiling.sink = r;
+    let p: void | Promise<void>;
     try {
-      await callOnce(fn, args);
-    } finally {
+      p = callOnce(fn, args);
+    } catch (e) {
       profiling.sink = null;
+      throw e;
     }
-    r.rec.runs.push({ t0, t1: performance.now() });
+    const end = () => {
+      profiling.sink = null;
+      if (recorded) r.rec.runs.push({ t0, t1: performance.now() });
+    };
+    if (p) {
+      const next = i + 1;
+      return p.then(() => (end(), calls(fn, args, warmup, runs, r, next)), (e) => {
+        profiling.sink = null;
+        throw e;
+      });
+    }
+    end();
   }
-  return r.rec;
 }
 
 /** On a device-timed backend: the recorded calls inside its profile, each dispatch's device time attributed to its unit. */
 async function profileOnDevice(device: Backend, fn: (...a: unknown[]) => unknown, args: readonly unknown[], warmup: number, runs: number): Promise<Recording> {
   for (let i = 0; i < warmup; i++) await callOnce(fn, args);
   const r = new Recorder(device);
-  const p = await device.profile!(() => profileAsync(device, fn, args, 0, runs, r));
+  const p = await device.profile!(() => calls(fn, args, 0, runs, r));
   const rec: Recording = { ...r.rec, device: p.dispatches.map((d): DeviceDispatch => ({ kernel: d.kernel, ns: d.ns, unit: typeof d.mark === 'number' ? d.mark : null })) };
   return rec;
 }
