@@ -22,7 +22,11 @@ import { floorsFor } from './profile-floors.js';
 import { buildReport, type DeviceDispatch, type ProfiledProgram, type ProfileReport, type Recording, type RecordedSpan, type RecordedStep } from './profile-report.js';
 
 export interface ProfileOptions {
-  /** unrecorded calls before the profiled ones (default 0: a first call's compile shows in the profile) */
+  /**
+   * unrecorded calls before the profiled ones (default 0: a first call's compile shows in the
+   * profile; a compiled function traces on its first call and again on its first replay, the
+   * check trace, so 2 leaves only steady-state calls)
+   */
   readonly warmup?: number;
   /** recorded calls (default 1); kernel figures are per launch */
   readonly runs?: number;
