@@ -16,6 +16,7 @@ import * as kilnNode from 'kilnjs/node';
 import { assertCompiled, assertMatchesEager, entries, runChild } from './helpers/cache-children.js';
 import { tamper } from './helpers/tamper.js';
 import { macSealer } from '../src/compiler/cache/seal.js';
+import { SCHEMA_VERSION } from '../src/compiler/cache/validate.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-cache-faults-'));
 process.env.XDG_CONFIG_HOME = join(ROOT, 'config'); // this process seals entries as the children do
@@ -43,7 +44,7 @@ for (const [what, damage] of damages) {
       // sealed (as only this user's kiln can) but never checked: kiln marks an entry checked only
       // after its stored form passed the schema, so a nonsensical one has no mark
       for (const p of programs) tamper(p, (c) => {
-        assert.equal((c.meta as StoredProgram).checked, 'kiln-schema-1', 'kiln checks what it stores');
+        assert.equal((c.meta as StoredProgram).checked, SCHEMA_VERSION, 'kiln checks what it stores');
         delete (c.meta as StoredProgram).checked;
         damage(c.meta as StoredProgram);
       }, macSealer);

@@ -8,6 +8,9 @@ import { Tracer } from './tracer.js';
 import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
 
 export { explain, type ExplainResult } from './explain.js';
+export { profile, type ProfileOptions } from './profile.js';
+export type { ProfileReport, KernelProfile, EagerOpProfile, ChromeTrace, ChromeTraceEvent } from './profile-report.js';
+export type { Floors as ProfileFloors } from './profile-floors.js';
 export { stats, type CompilerStats } from './stats.js';
 export { customOp, type CustomOpDef } from './custom-op.js';
 export { read, ReadRequest } from './async-read.js';

@@ -12,11 +12,12 @@
 import { DTYPES } from '../core/dtype.js';
 import { arity, BINARY_OPS, TERNARY_OPS, UNARY_OPS } from '../backend/scalar-expr.js';
 import { InvalidProgramError } from './errors.js';
-import type { LoopKernel } from './loop-ir.js';
+import { ATTENTION_MAX_DEPTH, ATTENTION_MAX_WIDTH, type LoopKernel } from './loop-ir.js';
 
 const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]);
 const REDUCE_OPS = new Set(['sum', 'prod', 'max', 'min', 'argmax', 'argmin']);
 const DTYPE_SET = new Set<string>(DTYPES);
+const FLOAT_DTYPES = new Set(['float32', 'float64']);
 /** what a kernel name may be: it becomes a function name in generated JavaScript */
 const KERNEL_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** more loop variables than any kernel has (rank + 2): bounds the walk over crafted input */
@@ -239,11 +240,31 @@ export class KernelChecker {
         }
         break;
       }
+      case 'attention': {
+        if (k.sizes !== undefined) this.fail('sizes', 'are given (attention kernels are static)');
+        this.oneOf(k.dtype, FLOAT_DTYPES, 'dtype');
+        this.ints(k.batch, 'batch', 0, MAX_VARS - 2);
+        this.int(k.rows, 'rows', 0);
+        this.int(k.keys, 'keys', 0);
+        if (this.int(k.depth, 'depth', 0) > ATTENTION_MAX_DEPTH) this.fail('depth', `is more than ${ATTENTION_MAX_DEPTH}`);
+        if (this.int(k.width, 'width', 0) > ATTENTION_MAX_WIDTH) this.fail('width', `is more than ${ATTENTION_MAX_WIDTH}`);
+        this.operand(k.query);
+        this.operand(k.key);
+        this.operand(k.value);
+        const score = this.obj(k.score, 'score');
+        this.stmts(score.body);
+        this.expr(score.value);
+        this.int(k.maxId, 'max id', 0);
+        this.expr(k.shift);
+        this.stmts(k.body);
+        this.stores(k.stores);
+        break;
+      }
       case 'group':
         for (const p of this.arr(k.parts, 'parts')) if (this.kernel(p).kind !== 'pointwise') this.fail('part', 'is not a pointwise kernel');
         break;
       default:
-        this.fail('kind', `is ${show(k.kind)}, not pointwise, row, matmul or group`);
+        this.fail('kind', `is ${show(k.kind)}, not pointwise, row, matmul, attention or group`);
     }
     this.current = outer;
     return k as unknown as LoopKernel;

@@ -16,11 +16,12 @@ import { JS_OUTPUT_RECYCLING, JsBackend, type JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { threadCount } from '../js/threads.js';
-import { C_HEADER, kernelParams, MAX_DIRECT_BUFFERS, renderKernelC, runtimeSource, type Param } from './render-c.js';
-import { buildAndLoad, cacheDir, compileFlags, cpuModel, findCompiler, getKoffi, LIBRARY_NAME, loadLibrary, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
+import { C_HEADER, kernelParams, kernelPrepack, MAX_DIRECT_BUFFERS, renderKernelC, runtimeSource, type Param, type PrepackB } from './render-c.js';
+import { buildAndLoad, cacheDir, compileFlags, cpuModel, findCompiler, getKoffi, LIBRARY_NAME, loadLibrary, nativeCounters, resetToolchain, type Compiler, type KoffiLib } from './toolchain.js';
 import { arch, platform } from 'node:os';
 import { basename, join } from 'node:path';
 import { NativeUnavailableError } from './errors.js';
+import { packedB, type PackedOperands } from './prepack.js';
 
 export { NativeCompileError, NativeUnavailableError } from './errors.js';
 export { renderKernelC } from './render-c.js';
@@ -38,6 +39,11 @@ interface NativeKernel extends PreparedKernel {
   readonly work: number;
   /** buffers passed as one pointer array (see MAX_DIRECT_BUFFERS) */
   readonly viaArray: boolean;
+  /** a matmul whose B may come prepacked (one more argument after hi; prepack.ts) */
+  readonly prepack?: PrepackB;
+  readonly packs?: PackedOperands;
+  /** the runtime library it links (where the packing functions are) */
+  runtime?: KoffiLib;
   fn: NativeFn | null;
 }
 
@@ -106,6 +112,8 @@ export class NativeBackend extends JsBufferBackend implements Backend {
    * prepares each once and no size compiles C again.
    */
   readonly symbolicKernels = true;
+  /** attention as one kernel (attention-c.ts) */
+  readonly attentionKernels = true;
   /** a fresh output is a fresh typed array here too (page faults, garbage collection): W4 took 3.9 ms a call against 1.7 ms recycled */
   readonly outputRecycling = JS_OUTPUT_RECYCLING;
   constructor(js: JsBackend = new JsBackend()) {
@@ -152,7 +160,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     // the code is the same for every extent of a split loop ([lo, hi)): the extent is part of the kernel's key
     let k = this.kernels.get(`${extent}|${key}`);
     if (!k) {
-      k = { spec, native: true, key, params: r.params, helpers: r.helpers, extent, work: kernelWork(spec.kernel), viaArray: r.viaArray, fn: compiled.get(key) ?? null };
+      k = { spec, native: true, key, params: r.params, helpers: r.helpers, extent, work: kernelWork(spec.kernel), viaArray: r.viaArray, ...withPrepack(r.prepack), fn: compiled.get(key) ?? null };
       if (k.fn) counters.memoryHits++;
       else this.pending.push(k);
       this.kernels.set(`${extent}|${key}`, k);
@@ -221,7 +229,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     units.forEach((u, ui) => {
       const lib = libs[ui]!;
       u.kernels.forEach((k, i) => {
-        compiled.set(k.key, lib.func(`kiln_k${i}`, 'void', [...(k.viaArray ? ['void **'] : k.params.map(() => 'void *')), 'int64_t', 'int64_t']));
+        compiled.set(k.key, lib.func(`kiln_k${i}`, 'void', signature(k.params.length, k.viaArray, !!k.prepack)));
         libraryOf.set(k.key, built[ui]!.path);
         symbolOf.set(k.key, `kiln_k${i}`);
         runtimeOf.set(built[ui]!.path, rt);
@@ -246,8 +254,24 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     const ptrs: TypedArray[] = new Array(k.params.length);
     for (let i = 0; i < k.params.length; i++) ptrs[i] = (bufs[k.params[i]!.buf] as JsBuffer).data as TypedArray;
     const lo = a.range ? a.range[0] : 0, hi = a.range ? a.range[1] : k.extent;
-    if (k.viaArray) k.fn!(ptrs, lo, hi);
+    if (k.prepack) {
+      const p = k.prepack;
+      const pk = packedB(this.runtimeOf(), p, k.packs!, a.stable?.[p.buf], (bufs[p.buf] as JsBuffer).data as TypedArray);
+      if (k.viaArray) k.fn!(ptrs, lo, hi, pk);
+      else k.fn!(...ptrs, lo, hi, pk);
+    } else if (k.viaArray) k.fn!(ptrs, lo, hi);
     else k.fn!(...ptrs, lo, hi);
+  }
+
+  /** The runtime library (its packing functions), loaded once a program was built. */
+  private runtimeLib: KoffiLib | null = null;
+  private runtimeOf(): KoffiLib {
+    if (!this.runtimeLib) {
+      const cc = findCompiler();
+      if (typeof cc === 'string') throw new NativeUnavailableError(cc);
+      this.runtimeLib = loadLibrary(runtimeLibrary(cc, this.log));
+    }
+    return this.runtimeLib;
   }
 
   describe(spec: KernelSpec): string {
@@ -285,7 +309,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
    * A program-cache hit: remembers which cached library and symbol holds each kernel, so that
    * preparing them binds the symbol directly (no C rendered, hashed or looked up). Libraries are
    * named by file name and looked up only in the native cache folder (verified there when
-   * loaded); the parameters are derived from the kernel, as rendering does. A kernel whose
+   * loaded); the parameters and a prepacked B are derived from the kernel, as rendering does. A kernel whose
    * library is gone or does not load falls back to rendering (and the disk cache).
    */
   importCode(specs: readonly KernelSpec[], code: unknown): boolean {
@@ -297,8 +321,9 @@ export class NativeBackend extends JsBufferBackend implements Backend {
       const k = ks[i] as Partial<StoredKernel> | null;
       if (s.kind !== 'loop' || !k || typeof k.lib !== 'string' || typeof k.sym !== 'string' || typeof k.runtime !== 'string') return;
       if (!LIBRARY_NAME.test(k.lib) || !LIBRARY_NAME.test(k.runtime) || !/^kiln_k\d{1,6}$/.test(k.sym)) return;
-      const params = kernelParams(s.kernel);
-      importedKernels.set(s.kernel, { lib: join(dir, k.lib), sym: k.sym, runtime: join(dir, k.runtime), params, viaArray: params.length > MAX_DIRECT_BUFFERS });
+      // the calling convention is the kernel's own (its buffers, a prepacked B), as renderKernelC gives it, never the entry's
+      const params = kernelParams(s.kernel), prepack = kernelPrepack(s.kernel);
+      importedKernels.set(s.kernel, { lib: join(dir, k.lib), sym: k.sym, runtime: join(dir, k.runtime), params, viaArray: params.length > MAX_DIRECT_BUFFERS, ...(prepack ? { prepack } : {}) });
       n++;
     });
     return n > 0;
@@ -318,8 +343,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
         // the runtime first: OpenMP's settings and the thread count are set as it loads; a
         // library linked against another runtime (older sources) is not bound: render instead
         if (runtimeLibrary(cc, this.log) !== imp.runtime) throw new Error(`linked against another runtime library (${imp.runtime})`);
-        const sig = [...(imp.viaArray ? ['void **'] : imp.params.map(() => 'void *')), 'int64_t', 'int64_t'];
-        fn = loadLibrary(imp.lib).func(imp.sym, 'void', sig);
+        fn = loadLibrary(imp.lib).func(imp.sym, 'void', signature(imp.params.length, imp.viaArray, !!imp.prepack));
       } catch (e) {
         this.log(`cached library ${imp.lib} did not bind ${imp.sym} (${(e as Error).message.split('\n')[0]}); rendering the kernel again`);
         importedKernels.delete(spec.kernel);
@@ -328,7 +352,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
       compiled.set(key, fn);
       counters.kernels++;
     } else counters.memoryHits++;
-    const k: NativeKernel = { spec, native: true, key, params: imp.params, helpers: new Map(), extent, work: kernelWork(spec.kernel), viaArray: imp.viaArray, fn };
+    const k: NativeKernel = { spec, native: true, key, params: imp.params, helpers: new Map(), extent, work: kernelWork(spec.kernel), viaArray: imp.viaArray, ...withPrepack(imp.prepack), fn };
     this.kernels.set(`${extent}|${key}`, k);
     return k;
   }
@@ -366,7 +390,16 @@ interface ImportedKernel {
   /** the pointer parameters (program buffers), in order */
   readonly params: readonly Param[];
   readonly viaArray: boolean;
+  readonly prepack?: PrepackB;
 }
+
+/** koffi's parameter types of a kernel: its buffers (or one array of them), lo, hi, and a prepacked B. */
+function signature(buffers: number, viaArray: boolean, prepack: boolean): string[] {
+  return [...(viaArray ? ['void **'] : new Array<string>(buffers).fill('void *')), 'int64_t', 'int64_t', ...(prepack ? ['void *'] : [])];
+}
+
+const withPrepack = (p: PrepackB | undefined) => (p ? { prepack: p, packs: new WeakMap() as PackedOperands } : {});
+
 /** Kernels handed back by importCode, by loop-kernel object (see bindImported). */
 const importedKernels = new WeakMap<object, ImportedKernel>();
 

@@ -6,7 +6,7 @@
 
 import type { LoopKernel } from '../../compiler/loop-ir.js';
 import type { Sym } from '../../compiler/symbolic.js';
-import { kernelBuffers, type RenderedKernel } from './render.js';
+import { kernelBuffers, kernelPrepack, type RenderedKernel } from './render.js';
 
 const FORMAT = 'kiln-wasm-code-1';
 
@@ -89,10 +89,12 @@ export function importWasmCode(kernels: readonly (LoopKernel | null)[], code: un
   kernels.forEach((k, i) => {
     const e = c.kernels![i];
     if (!k || !e || !Number.isInteger(e.module) || !bytes[e.module] || !validRendered(e.r)) return;
-    // the calling convention is the kernel's own (its buffers, in order), not whatever the entry says
+    // the calling convention is the kernel's own (its buffers, in order, a prepacked B), not whatever the entry says
     const bufs = [...kernelBuffers(k).keys()].sort((a, b) => a - b);
     if (e.r.bufs.length !== bufs.length || e.r.bufs.some((b, j) => b !== bufs[j])) return;
-    imported.set(k, { bytes: bytes[e.module]!, r: { ...e.r } });
+    const prepack = kernelPrepack(k);
+    const { name, scratchBytes, auxBytes, auxSym, notes, codeBytes } = e.r;
+    imported.set(k, { bytes: bytes[e.module]!, r: { name, bufs, scratchBytes, auxBytes, notes, codeBytes, ...(auxSym !== undefined ? { auxSym } : {}), ...(prepack ? { prepack } : {}) } });
     n++;
   });
   return n > 0;

@@ -605,6 +605,11 @@ export class WebGpuBackend implements Backend {
     return this.tuner.run(compiled, args, opts);
   }
 
+  /** kiln.profile: the dispatches made from now on (while profile() runs) carry `mark` */
+  profileMark(mark: unknown): void {
+    if (this.profiler) this.profiler.mark = mark;
+  }
+
   /** Whether profile() can run here (the device has 'timestamp-query'). */
   get canProfile(): boolean {
     return hasTimestamps(this.device);

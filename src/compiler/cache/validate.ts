@@ -24,7 +24,7 @@ import { contiguousStrides } from '../../core/shape.js';
 import { Tensor } from '../../tensor/tensor.js';
 import type { Graph, GraphNode, TensorMeta } from '../graph.js';
 import { KernelChecker } from '../loop-ir-check.js';
-import { kernelExprs, kernelStores, type Affine, type LExpr, type LoopKernel, type MatmulKernel, type Stmt } from '../loop-ir.js';
+import { kernelExprs, kernelStores, someLeaf, type Affine, type AttentionKernel, type LExpr, type LoopKernel, type MatmulOperand, type Stmt, type Store } from '../loop-ir.js';
 import type { BufferView, Lowered } from '../lower.js';
 import { InvalidProgramError } from '../errors.js';
 
@@ -33,7 +33,7 @@ import { InvalidProgramError } from '../errors.js';
  * carries it (under its seal), so a later read of the same bytes need not run them again;
  * bump it when a check is added or tightened.
  */
-export const SCHEMA_VERSION = 'kiln-schema-1';
+export const SCHEMA_VERSION = 'kiln-schema-2';
 
 const MAX_ELEMENTS = 2 ** 32;
 const MAX_RANK = 32;
@@ -237,14 +237,32 @@ class ProgramChecker {
       for (const p of k.parts) this.consistent(p, `${where} part ${p.name}`, reads);
       return;
     }
-    const tmps = new Set<number>();
+    if (k.kind === 'attention') return this.attention(k, where, reads);
     const stmtLists: Stmt[][] = k.kind === 'row' ? [...k.reductions.map((r) => r.body), k.outerBody, k.rowBody] : [k.body];
+    const exprs = kernelExprs(k);
+    if (k.kind === 'row') for (const r of k.reductions) if (r.online?.kind === 'softmax') exprs.push(r.online.shift);
+    const reds = new Set(k.kind === 'row' ? k.reductions.map((r) => r.id) : []);
+    const ranges = k.kind === 'pointwise' ? k.shape : k.kind === 'row' ? [...k.outer, ...k.inner] : [...k.batch, k.m, k.n];
+    this.scope(stmtLists, exprs, kernelStores(k), ranges, reds, k.kind === 'matmul', where, reads);
+    if (k.kind === 'matmul') {
+      reads.push(k.a.buf, k.b.buf);
+      // A reads base + i*sRow + kk*sCol (i < m, kk < k), B reads base + kk*sRow + j*sCol (kk < k, j < n)
+      this.operand(k.a, k.batch, k.m, k.k, k.dtype, where);
+      this.operand(k.b, k.batch, k.k, k.n, k.dtype, where);
+    }
+  }
+
+  /**
+   * Expressions over one set of loops: each temporary defined once by `stmtLists` before it is
+   * read, reductions among `reds`, the accumulator only where `acc`, loads and stores inside
+   * their buffers over `ranges`.
+   */
+  private scope(stmtLists: readonly Stmt[][], exprs: readonly LExpr[], stores: readonly Store[], ranges: readonly number[], reds: ReadonlySet<number>, acc: boolean, where: string, reads: number[]): void {
+    const tmps = new Set<number>();
     for (const list of stmtLists) for (const s of list) {
       if (tmps.has(s.id)) this.fail(where, `defines temporary t${s.id} twice`);
       tmps.add(s.id);
     }
-    const reds = new Set(k.kind === 'row' ? k.reductions.map((r) => r.id) : []);
-    const ranges = k.kind === 'pointwise' ? k.shape : k.kind === 'row' ? [...k.outer, ...k.inner] : [...k.batch, k.m, k.n];
     const leafCheck = (e: LExpr): void => {
       switch (e.k) {
         case 'load':
@@ -252,29 +270,37 @@ class ProgramChecker {
           return this.access(e.buf, e.at, ranges, e.dtype, where, 'load');
         case 'tmp': if (!tmps.has(e.id)) this.fail(where, `reads t${e.id}, which the kernel does not define`); return;
         case 'red': if (!reds.has(e.id)) this.fail(where, `reads r${e.id}, which is not one of its reductions`); return;
-        case 'acc': if (k.kind !== 'matmul') this.fail(where, 'reads the matmul accumulator outside a matmul'); return;
+        case 'acc': if (!acc) this.fail(where, 'reads the matmul accumulator outside a matmul'); return;
         case 'op': for (const x of e.a) leafCheck(x); return;
         case 'cast': leafCheck(e.a); return;
         default: return;
       }
     };
-    for (const e of kernelExprs(k)) leafCheck(e);
-    if (k.kind === 'row') for (const r of k.reductions) if (r.online?.kind === 'softmax') leafCheck(r.online.shift);
-    for (const s of kernelStores(k)) this.access(s.buf, s.at, ranges, s.dtype, where, 'store');
-    if (k.kind === 'matmul') {
-      reads.push(k.a.buf, k.b.buf);
-      this.operands(k, where);
-    }
+    for (const e of exprs) leafCheck(e);
+    for (const s of stores) this.access(s.buf, s.at, ranges, s.dtype, where, 'store');
   }
 
-  /** A reads base + i*sRow + kk*sCol (i < m, kk < k), B reads base + kk*sRow + j*sCol (kk < k, j < n). */
-  private operands(k: MatmulKernel, where: string): void {
-    const nb = k.batch.length;
-    for (const [op, rows, cols] of [[k.a, k.m, k.k], [k.b, k.k, k.n]] as const) {
-      const c = [...op.base.c.slice(0, nb), op.sRow, op.sCol];
-      if (op.base.c.slice(nb).some((x) => x !== 0)) this.fail(where, 'has a matmul operand whose base moves with i or j');
-      this.access(op.buf, { c, o: op.base.o }, [...k.batch, rows, cols], k.dtype, where, 'matmul operand');
-    }
+  /**
+   * The scores over (batch..., i, j), the output over (batch..., i, c), each with its own
+   * temporaries (they come from two kernels); the softmax shift a function of the max alone;
+   * q over (batch..., rows, depth), kᵀ over (batch..., depth, keys), v over (batch..., keys, width).
+   */
+  private attention(k: AttentionKernel, where: string, reads: number[]): void {
+    const none = new Set<number>();
+    this.scope([k.score.body], [...k.score.body.map((s) => s.e), k.score.value], [], [...k.batch, k.rows, k.keys], none, true, where, reads);
+    this.scope([k.body], [...k.body.map((s) => s.e), ...k.stores.map((s) => s.value)], k.stores, [...k.batch, k.rows, k.width], none, true, where, reads);
+    if (someLeaf(k.shift, (x) => x.k === 'load' || x.k === 'tmp' || x.k === 'acc' || (x.k === 'red' && x.id !== k.maxId))) this.fail(where, 'has a softmax shift that is not a function of the max alone');
+    reads.push(k.query.buf, k.key.buf, k.value.buf);
+    this.operand(k.query, k.batch, k.rows, k.depth, k.dtype, where);
+    this.operand(k.key, k.batch, k.depth, k.keys, k.dtype, where);
+    this.operand(k.value, k.batch, k.keys, k.width, k.dtype, where);
+  }
+
+  /** An operand reads base + r*sRow + c*sCol (r < rows, c < cols), its base moving with the batch vars only. */
+  private operand(op: MatmulOperand, batch: readonly number[], rows: number, cols: number, dtype: DType, where: string): void {
+    const nb = batch.length;
+    if (op.base.c.slice(nb).some((x) => x !== 0)) this.fail(where, 'has a matmul operand whose base moves with i or j');
+    this.access(op.buf, { c: [...op.base.c.slice(0, nb), op.sRow, op.sCol], o: op.base.o }, [...batch, rows, cols], dtype, where, 'matmul operand');
   }
 
   run(): void {
