@@ -316,6 +316,8 @@ class ProgramChecker {
       if (b.kind === 'constant' ? !(b.data instanceof TYPED_ARRAY[dtype]) || b.data.length !== b.size : b.data !== undefined) this.fail(`buffer ${i}`, 'does not hold exactly its data');
     }
     for (const b of l.inputBuffers) if (!isInt(b, 0) || this.l.buffers[b]?.kind !== 'input') this.fail('inputs', `name buffer ${String(b)}, which is not an input buffer`);
+    // the op of each graph node, text for kiln.profile's report (a custom op's name too)
+    if (l.nodeOps !== undefined && (!Array.isArray(l.nodeOps) || l.nodeOps.some((op) => typeof op !== 'string' || op.length > 128 || /[\u0000-\u001f]/.test(op)))) invalid(this.name, 'has node ops that are not op names');
     for (const d of l.decisions) {
       if (!d || !DECISIONS.has(d.decision) || !Array.isArray(d.nodes) || !ints(d.nodes) || typeof d.reason !== 'string') invalid(this.name, 'has a malformed fusion decision');
     }
