@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as kilnNode from 'kilnjs/node';
-import { assertCompiled, assertMatchesEager, entries, runChild } from './helpers/cache-children.js';
+import { assertCompiled, assertMatchesEager, entries, runChild, runCli } from './helpers/cache-children.js';
 import { tamper } from './helpers/tamper.js';
 import { macSealer } from '../src/compiler/cache/seal.js';
 import { SCHEMA_VERSION } from '../src/compiler/cache/validate.js';
@@ -26,7 +26,7 @@ const fresh = (name: string) => join(ROOT, name);
 const nativeWhy = kilnNode.nativeUnavailableReason();
 
 interface StoredBuffer { kind: string; size: number }
-interface StoredProgram { lowered: { steps: unknown[]; buffers: StoredBuffer[] }; checked?: string }
+interface StoredProgram { lowered: { steps: unknown[]; buffers: StoredBuffer[] } }
 
 const damages: [string, (p: StoredProgram) => void][] = [
   ['no steps', (p) => (p.lowered.steps = [])],
@@ -44,8 +44,8 @@ for (const [what, damage] of damages) {
       // sealed (as only this user's kiln can) but never checked: kiln marks an entry checked only
       // after its stored form passed the schema, so a nonsensical one has no mark
       for (const p of programs) tamper(p, (c) => {
-        assert.equal((c.meta as StoredProgram).checked, SCHEMA_VERSION, 'kiln checks what it stores');
-        delete (c.meta as StoredProgram).checked;
+        assert.equal(c.header.checked, SCHEMA_VERSION, 'kiln checks what it stores');
+        delete c.header.checked;
         damage(c.meta as StoredProgram);
       }, macSealer);
       const r = runChild(dir, opts);
@@ -58,6 +58,31 @@ for (const [what, damage] of damages) {
     }
   });
 }
+
+test('a nonsensical entry in a signed bundle keeps its maker\'s schema mark only until it is loaded: on the loading machine it is checked when read, rejected, compiled again, equals eager', () => {
+  const src = fresh('bundle-src'), dst = fresh('bundle-dst');
+  const machineB = { XDG_CONFIG_HOME: join(ROOT, 'machine-b') };
+  const opts = { backend: 'js', mode: 'module', batch: [6] };
+  runChild(src, opts);
+  const programs = entries(src).filter((p) => /program-/.test(p));
+  assert.ok(programs.length > 0);
+  // its maker's kiln (this user: the seal verifies, so cache save takes it) marked it checked
+  for (const p of programs) tamper(p, (c) => {
+    assert.equal(c.header.checked, SCHEMA_VERSION);
+    (c.meta as StoredProgram).lowered.steps = [];
+  }, macSealer);
+  const prefix = join(ROOT, 'bundle-signer'), file = join(ROOT, 'signed.kcb');
+  assert.equal(runCli(['cache', 'keygen', prefix], {}).status, 0);
+  let r = runCli(['cache', 'save', file, '--sign', `${prefix}.key`], { KILN_CACHE_DIR: src });
+  assert.equal(r.status, 0, r.stderr);
+  r = runCli(['cache', 'load', file, '--trust', `${prefix}.pub`], { KILN_CACHE_DIR: dst, ...machineB });
+  assert.equal(r.status, 0, r.stderr);
+  const moved = runChild(dst, opts, machineB);
+  assert.equal(moved.stats.cache.invalid, programs.length, moved.logs);
+  assert.match(moved.logs, /program entry does not follow the schema/);
+  assertMatchesEager(moved, 'bundle');
+  assertCompiled(moved, 'bundle');
+});
 
 test('KILN_CACHE_DIR below a regular file: modules and functions compile normally (warned once, no fusion fallback)', () => {
   const file = fresh('a-file');

@@ -12,9 +12,17 @@ import { EntryStore } from '../src/compiler/cache/entry-store.js';
 import { RedisBytes } from '../src/compiler/cache/redis-store.js';
 import { useRemoteCache } from '../src/compiler/cache/remote.js';
 import { TieredStore } from '../src/compiler/cache/tiered-store.js';
+import { decodeContainer, encodeContainer } from '../src/compiler/cache/container.js';
+import { registerCacheStore } from '../src/compiler/cache/store.js';
+import { SCHEMA_VERSION } from '../src/compiler/cache/validate.js';
+import * as kiln from 'kilnjs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort, redisUnavailable, startRedis } from './helpers/serve.js';
 
 process.env.KILN_CACHE_SOURCES = 'off';
+process.env.XDG_CONFIG_HOME = mkdtempSync(join(tmpdir(), 'kiln-remote-cache-test-')); // the local tier's per-user secret
 const why = redisUnavailable();
 
 class MemoryBytes implements ByteStore {
@@ -164,6 +172,53 @@ test('tiered store: a remote hit is verified, returned and kept locally; new ent
   assert.equal(tiered.get('program', 'a'.repeat(64)), null);
   assert.equal(counts.rejected, 1);
   assert.equal(remoteBytes.map.size, 0);
+});
+
+test("a schema mark is returned only under this user's seal: a remote entry comes back without it, and so does its local copy", () => {
+  const localBytes = new MemoryBytes(), remoteBytes = new MemoryBytes();
+  const local = new EntryStore(localBytes);
+  const remote = new EntryStore(new AuthenticatedBytes(remoteBytes, fleetKey({ secret: randomBytes(32) })), undefined, 'none');
+  const tiered = new TieredStore(local, remote);
+  const key = 'b'.repeat(64);
+  tiered.put('program', key, { meta: { m: 1 }, blobs: [], checked: SCHEMA_VERSION });
+  assert.equal(local.get('program', key)!.checked, SCHEMA_VERSION, 'this user wrote and sealed it');
+  assert.equal(remote.get('program', key)!.checked, undefined, "the fleet's store: checked on every read");
+  localBytes.map.clear();
+  assert.equal(tiered.get('program', key)!.checked, undefined);
+  assert.equal(local.get('program', key)!.checked, undefined, 'the local copy of a remote hit is not marked');
+});
+
+test('a fleet-authenticated remote entry that makes no sense (no steps, its writer\'s mark kept) is rejected by the schema, compiled again, and equals eager', () => {
+  const localBytes = new MemoryBytes(), remoteBytes = new MemoryBytes();
+  const fleet = new AuthenticatedBytes(remoteBytes, fleetKey({ secret: randomBytes(32) }));
+  registerCacheStore(() => new TieredStore(new EntryStore(localBytes), new EntryStore(fleet, undefined, 'none')));
+  try {
+    const f = (x: kiln.Tensor) => kiln.relu(x.mul(2).add(1)).sum(-1);
+    const x = kiln.randn([5, 7]);
+    const want = Array.from(f(x).dataSync());
+    kiln.compile(f, { backend: 'js', dynamic: false })(x);
+    const names = [...remoteBytes.map.keys()].filter((n) => n.startsWith('program-'));
+    assert.equal(names.length, 1, 'the program was published');
+    // a holder of the fleet's key (or a bug in another instance) publishes a nonsensical program
+    for (const name of names) {
+      const { header, payload } = decodeContainer(fleet.read(name)!);
+      assert.equal(header.checked, SCHEMA_VERSION);
+      (payload.meta as { lowered: { steps: unknown[] } }).lowered.steps = [];
+      fleet.write(name, encodeContainer({ kind: header.kind, kiln: header.kiln, key: header.key, checked: header.checked }, payload));
+    }
+    localBytes.map.clear(); // another machine: only the fleet has it
+    kiln.compiler.reset();
+    const got = Array.from(kiln.compile(f, { backend: 'js', dynamic: false })(x).dataSync());
+    const s = kiln.stats();
+    assert.equal(s.cache.invalid, 1);
+    assert.equal(s.cache.hits, 0);
+    assert.equal(s.fusionFallbacks, 0);
+    assert.equal(s.eagerFallbacks, 0);
+    assert.equal(s.graphsCompiled, 1);
+    got.forEach((v, i) => assert.ok(Math.abs(v - want[i]!) <= 1e-5 * Math.max(1, Math.abs(want[i]!)), `[${i}] ${v} vs eager ${want[i]}`));
+  } finally {
+    registerCacheStore(() => null);
+  }
 });
 
 test('useRemoteCache needs the fleet key (entries hold code)', () => {

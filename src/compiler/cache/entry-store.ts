@@ -6,9 +6,12 @@
 //   its seal verifies, where the store has one: on the disk an HMAC under this user's secret
 //   (secret.ts, seal.ts); a fleet's Redis is authenticated below, by auth-bytes.ts (else: untrusted)
 //
-// then the caller's decode validates the schema (serialize.ts, validate.ts: invalid). A bad
-// entry is logged under KILN_LOGS=cache, counted, removed from its byte store, and the graph
-// compiles again. Every byte store (the disk, a remote one) gets these checks.
+// then the caller's decode validates the schema (serialize.ts, validate.ts: invalid), unless
+// the entry carries `checked` (SCHEMA_VERSION) in its header under this user's seal: then this
+// user's kiln checked it when it wrote it. A mark from any other tier is not returned, so what
+// a fleet's store holds is checked on every read. A bad entry is logged under KILN_LOGS=cache,
+// counted, removed from its byte store, and the graph compiles again. Every byte store (the
+// disk, a remote one) gets these checks.
 
 import { log } from '../logs.js';
 import { counters } from '../stats.js';
@@ -75,7 +78,8 @@ export class EntryStore implements CacheStore {
         }
       }
       this.tally.read(buf.length);
-      return payload;
+      const checked = this.seal === 'user' && typeof header.checked === 'string' ? header.checked : undefined;
+      return checked ? { ...payload, checked } : payload;
     } catch (e) {
       this.tally.rejected(why);
       log('cache', `rejected ${name} in ${this.location}: ${(e as Error).message}; deleting it and compiling again`);
@@ -86,7 +90,7 @@ export class EntryStore implements CacheStore {
 
   put(kind: EntryKind, key: string, payload: CachePayload): void {
     const name = entryName(kind, key);
-    const buf = encodeContainer({ kind, kiln: kilnVersion(), key }, payload, this.seal === 'user' ? macSealer : undefined);
+    const buf = encodeContainer({ kind, kiln: kilnVersion(), key, ...(payload.checked ? { checked: payload.checked } : {}) }, payload, this.seal === 'user' ? macSealer : undefined);
     if (this.bytes.write(name, buf)) {
       this.tally.wrote(buf.length);
       log('cache', `wrote ${name} to ${this.location} (${buf.length} bytes)`);

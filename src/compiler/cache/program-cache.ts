@@ -31,8 +31,6 @@ interface StoredProgram {
   lowered: StoredLowered;
   code: unknown;
   compileMs: number;
-  /** SCHEMA_VERSION: the stored form was decoded and passed the schema when it was written */
-  checked?: string;
 }
 
 /** Typed-array attrs of a graph, in node order (graphKey hashes them loosely; keys need them exactly). */
@@ -81,8 +79,8 @@ export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | 
   try {
     stored = payload.meta as StoredProgram;
     if (!stored || typeof stored !== 'object' || typeof stored.compileMs !== 'number' || typeof stored.backend !== 'string') throw new Error('not a program entry');
-    // an entry checked when it was written is these bytes, under the store's seal: not checked again
-    lowered = decodeLowered(stored.lowered, payload.blobs, `${graph.name} (cached)`, { checked: stored.checked === SCHEMA_VERSION });
+    // an entry this user's kiln checked when it wrote it is these bytes, under its seal: not checked again
+    lowered = decodeLowered(stored.lowered, payload.blobs, `${graph.name} (cached)`, { checked: payload.checked === SCHEMA_VERSION });
     validateProgramInputs(lowered, graph.inputNodes.map((n) => n.meta), `${graph.name} (cached)`);
   } catch (e) {
     const schema = e instanceof InvalidProgramError;
@@ -117,8 +115,7 @@ export function storeProgram(graph: Graph, opts: ProgramOptions, kb: Backend | u
     };
     // the stored form is decoded and checked now, on the cold path, so reads need not check it again
     decodeLowered(meta.lowered, blobs.list, `${graph.name} (to be stored)`);
-    meta.checked = SCHEMA_VERSION;
-    store.put('program', programKey(store, graph, opts, kb), { meta, blobs: blobs.list });
+    store.put('program', programKey(store, graph, opts, kb), { meta, blobs: blobs.list, checked: SCHEMA_VERSION });
   } catch (e) {
     if (!(e instanceof NotStorable) && !(e instanceof InvalidProgramError)) throw e;
     log('cache', `${graph.name}: not stored: ${e.message}`);

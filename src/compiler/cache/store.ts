@@ -6,6 +6,12 @@
 export interface CachePayload {
   readonly meta: unknown;
   readonly blobs: readonly Uint8Array[];
+  /**
+   * SCHEMA_VERSION (validate.ts) when kiln decoded this payload and it passed the schema: `put`
+   * stores it under the tier's seal; `get` returns it only from a tier this user's seal covers
+   * (an entry from a fleet's store, a bundle or another user is checked when it is read)
+   */
+  readonly checked?: string;
 }
 
 /** 'program': lowered program + generated code for one graph; 'warm': a whole traced entry (tracing skipped). */

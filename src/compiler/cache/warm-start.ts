@@ -67,8 +67,6 @@ interface StoredWarm {
   autogradOutputs: boolean;
   /** a compiled forward/backward pair (AOTAutograd): `graph` is its forward */
   aot?: StoredAot;
-  /** SCHEMA_VERSION: the stored graphs were decoded and passed the schema when they were written */
-  checked?: string;
 }
 
 interface StoredAot {
@@ -168,8 +166,8 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
       if (!t || s.kind !== 'capture') throw new NotStorable(`capture ${s.name} is not in this module`);
       return t;
     };
-    // graphs checked when they were written are these bytes, under the store's seal: only the bindings are checked again
-    const checked = { checked: stored.checked === SCHEMA_VERSION };
+    // graphs this user's kiln checked when it wrote them are these bytes, under its seal: only the bindings are checked again
+    const checked = { checked: payload.checked === SCHEMA_VERSION };
     const graph = decodeGraph(stored.graph, payload.blobs, bind, checked);
     const program = stored.aot ? aotProgram(ctx, graph, stored.aot, decodeGraph(stored.aot.bwd, payload.blobs, bind, checked)) : ctx.makeProgram(graph);
     const modules = ctx.module?.modules ? [...ctx.module.modules()] : ctx.module ? [ctx.module] : [];
@@ -214,8 +212,7 @@ export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: War
       decodeGraph(aot.bwd, blobs.list, bind);
       checkAot(aot, fwd);
     }
-    meta.checked = SCHEMA_VERSION;
-    store.put('warm', key, { meta, blobs: blobs.list });
+    store.put('warm', key, { meta, blobs: blobs.list, checked: SCHEMA_VERSION });
   } catch (err) {
     if (!(err instanceof NotStorable) && !(err instanceof InvalidProgramError)) throw err;
     log('cache', `${ctx.name}: no warm start stored: ${err.message}`);
