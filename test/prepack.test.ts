@@ -8,6 +8,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as kiln from 'kilnjs';
@@ -116,4 +117,35 @@ for (const { backend, skip } of BACKENDS) test(`${backend} prepack: NaN and Inf 
     assert.ok(col(10).every((v) => !Number.isFinite(v)), `call ${i}: the Inf column is not finite`);
   }
   for (const t of [x, w, bias]) t.dispose();
+});
+
+for (const { backend, skip, stats } of BACKENDS) test(`${backend} prepack: a program read back from the compile cache takes its weight prepacked (the calling convention derived from the kernel, not the entry)`, { skip }, () => {
+  const before = process.env.KILN_CACHE_DIR;
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-prepack-cache-'));
+  process.env.KILN_CACHE_DIR = dir;
+  try {
+    const x = randomTensor([24, 72]), w = randomTensor([40, 72]), bias = randomTensor([40]);
+    const fn = (t: kiln.Tensor) => kiln.linear(t, w, bias).relu();
+    const run = () => {
+      const f = kiln.compile(fn, { backend, fullgraph: true });
+      const packs0 = stats.packs, hits0 = stats.hits;
+      for (let i = 0; i < 4; i++) assertClose(kiln.noGrad(() => kiln.scope(() => Array.from(f(x).dataSync()))), reference(x, w, bias, true), `call ${i}`);
+      return { packs: stats.packs - packs0, hits: stats.hits - hits0 };
+    };
+    kiln.compiler.reset();
+    const fresh = run();
+    assert.equal(kiln.stats().cache.writes, 1, 'stored');
+    kiln.compiler.reset();
+    const cached = run();
+    assert.equal(kiln.stats().cache.hits, 1, 'read back from the cache');
+    // packed at most once (wasm keeps one module, and its packed copy, per process), then used packed on every later call
+    assert.equal(fresh.packs, 1);
+    assert.ok(cached.packs <= 1 && cached.hits >= fresh.hits, `cached: ${JSON.stringify(cached)}, compiled: ${JSON.stringify(fresh)}`);
+    assert.equal(kiln.stats().fusionFallbacks + kiln.stats().eagerFallbacks, 0);
+    for (const t of [x, w, bias]) t.dispose();
+  } finally {
+    if (before === undefined) delete process.env.KILN_CACHE_DIR;
+    else process.env.KILN_CACHE_DIR = before;
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

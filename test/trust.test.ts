@@ -24,6 +24,8 @@ import { renderKernelC } from '../src/backend/native/render-c.js';
 import { renderModule } from '../src/backend/wasm/render.js';
 import { renderWgsl } from '../src/backend/webgpu/render-wgsl.js';
 import type { LoopKernel } from '../src/compiler/loop-ir.js';
+import type { Lowered } from '../src/compiler/lower.js';
+import { validateLowered } from '../src/compiler/cache/validate.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-trust-test-'));
 const MACHINE_A = join(ROOT, 'machine-a');
@@ -182,6 +184,29 @@ test('every renderer (JS, native C, wasm, WebGPU) checks its kernel against the 
     assert.throws(() => render(badBuf), (e: Error) => e.name === 'InvalidProgramError' && /: buf is ".*", not an integer/.test(e.message), name);
   }
   assert.equal(existsSync(m), false);
+});
+
+test('an attention kernel from a file is checked too: a width beyond the renderers\' stack arrays, an operand outside its buffer, or a shift that reads memory is refused', () => {
+  const f = (q: kiln.Tensor, k: kiln.Tensor, v: kiln.Tensor) => kiln.scaledDotProductAttention(q, k, v, { isCausal: true });
+  const c = kiln.compile(f, { backend: 'js', cache: false }) as unknown as { (q: kiln.Tensor, k: kiln.Tensor, v: kiln.Tensor): kiln.Tensor; compiled: { compiledEntries: readonly { program: { lowered: Lowered } }[] } };
+  kiln.noGrad(() => c(kiln.randn([2, 9, 8]), kiln.randn([2, 9, 8]), kiln.randn([2, 9, 12])));
+  const lowered = c.compiled.compiledEntries.at(-1)!.program.lowered;
+  const at = lowered.steps.findIndex((s) => s.kind === 'kernel' && s.kernel.kind === 'attention');
+  assert.ok(at >= 0, 'the program has an attention kernel');
+  const kernel = (lowered.steps[at] as { kernel: LoopKernel }).kernel;
+  const withKernel = (k: object): Lowered => ({ ...lowered, steps: lowered.steps.map((s, i) => (i === at ? { ...s, kernel: k } : s)) as Lowered['steps'] });
+  validateLowered(lowered); // as lowered, it passes
+  renderKernelC(kernel, 'kiln_k0');
+  const wide = { ...kernel, width: 100_000 };
+  for (const render of [(k: LoopKernel) => renderKernelSource(k, lowered.buffers.length), (k: LoopKernel) => renderKernelC(k, 'kiln_k0'), (k: LoopKernel) => renderModule([k], false)]) {
+    assert.throws(() => render(wide as LoopKernel), (e: Error) => e.name === 'InvalidProgramError' && /width is more than 512/.test(e.message));
+  }
+  const k0 = kernel as Extract<LoopKernel, { kind: 'attention' }>;
+  const farValue = { ...k0, value: { ...k0.value, base: { ...k0.value.base, o: k0.value.base.o + 10_000 } } };
+  assert.throws(() => validateLowered(withKernel(farValue)), (e: Error) => e.name === 'InvalidProgramError' && /matmul operand: indexes buffer \d+ at/.test(e.message));
+  const load = { k: 'load', buf: k0.value.buf, at: { c: [], o: 0 }, dtype: k0.dtype };
+  const readingShift = { ...k0, shift: { k: 'op', op: 'add', a: [k0.shift, load], dtype: k0.dtype } };
+  assert.throws(() => validateLowered(withKernel(readingShift)), (e: Error) => e.name === 'InvalidProgramError' && /softmax shift that is not a function of the max alone/.test(e.message));
 });
 
 test('an artifact library named ../../outside/x.so is refused and never written outside the cache folder', { skip: skipNative }, () => {
