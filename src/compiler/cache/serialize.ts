@@ -5,7 +5,7 @@
 // Every decoded graph and program is validated against the schema before it is returned
 // (validate.ts): nothing decoded reaches a renderer or a kernel unchecked. `checked`: the caller
 // holds proof that these exact bytes were decoded and validated before (a cache entry's
-// SCHEMA_VERSION mark, under its seal); then only what depends on this process (the captures
+// SCHEMA_VERSION mark, under this user's seal); then only what depends on this process (the captures
 // bound by name) is checked again.
 
 import type { TypedArray } from '../../core/dtype.js';

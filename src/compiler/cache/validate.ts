@@ -3,7 +3,8 @@
 // its checksum and seal can still be nonsensical (another build's bug, a hand-made file), and
 // what it holds is handed to renderers and run on memory (native C and wasm index raw memory).
 // The compile cache runs them when it writes an entry (on the stored form, decoded) and seals
-// SCHEMA_VERSION with it; a read of a marked entry runs only validateBindings.
+// SCHEMA_VERSION with it; a read of an entry marked so under this user's seal runs only
+// validateBindings (entry-store.ts: marks from other tiers and bundles do not count).
 //
 // Graphs: dense ids, inputs before their users, metas (integer shapes and strides, known
 // dtypes, no more than 2^32 elements), attrs made only of numbers, booleans, short word-like
