@@ -1,7 +1,8 @@
 // One WebAssembly.Memory for every wasm kernel (shared between threads where the platform
-// allows it) and a first-fit allocator with coalescing over it. Buffers stay JsBuffers: the
-// first time a wasm kernel touches one it is adopted (its data copied once into the heap and
-// `buf.data` replaced by a view there), so eager JS kernels keep working on the same memory.
+// allows it) and a first-fit allocator with coalescing over it. Buffers stay JsBuffers: eager
+// tensors are allocated here (../eager), and a buffer made elsewhere is adopted the first time
+// a wasm kernel touches it (its data copied once into the heap and `buf.data` replaced by a
+// view there), so JS kernels keep working on the same memory.
 //
 // Regions are 16-byte aligned and followed by 16 bytes of padding: a vectorized loop's last,
 // partial vector may read (never write) up to 12 bytes past a buffer's end.
@@ -151,6 +152,12 @@ export class Heap {
     }
   }
 
+  /** Whether `buf`'s data is a live region of this heap (a wasm kernel can use it without a copy). */
+  owns(buf: JsBuffer): boolean {
+    const r = this.owner.get(buf);
+    return !!r && this.live.get(r.addr) === r && buf.data === r.view;
+  }
+
   /**
    * The byte address of a buffer's data in the heap, adopting it first if needed (one copy;
    * `buf.data` becomes a view of the heap and `buf.release` gives the region back).
@@ -212,3 +219,13 @@ export class Heap {
   }
 }
 
+
+let processHeap_: Heap | null = null;
+
+/**
+ * The process's heap: eager tensors (../eager) and compiled wasm programs share it, so neither
+ * copies the other's buffers.
+ */
+export function processHeap(): Heap {
+  return (processHeap_ ??= new Heap());
+}

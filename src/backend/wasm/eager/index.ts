@@ -1,0 +1,93 @@
+// The default eager backend where WebAssembly SIMD exists: the JS backend (same buffers,
+// JsBuffer over typed arrays, and every kernel it has) whose float32 pointwise ops, copies and
+// casts, reductions and matmul run on wasm kernels built once per process from the compiler's
+// own loop IR (kernels.ts), over the process heap that compiled wasm programs use too.
+// Whatever has no wasm kernel (float64 and int arithmetic, gather/scatter, windows, random
+// numbers, ...) runs on the JS kernels over the same memory. Synchronous, deterministic (no
+// reduction splits across threads), the same code in Node and browsers.
+
+import type { Backend, BackendBuffer, PreparedKernel } from '../../backend.js';
+import type { KernelArgs, KernelSpec } from '../../kernel-spec.js';
+import type { DType } from '../../../core/dtype.js';
+import { JsBackend, JsBuffer, specKey } from '../../js/index.js';
+import { processHeap } from '../heap.js';
+import { wasmBackend, wasmUnavailableReason, type WasmBackend } from '../index.js';
+import { EagerLauncher, type EagerBuildStats } from './launcher.js';
+import { runMatmul } from './matmul.js';
+import { runPointwise } from './pointwise.js';
+import { runReduce } from './reduce.js';
+
+interface EagerKernel extends PreparedKernel {
+  run(args: KernelArgs): void;
+}
+
+/** Launches that ran on wasm kernels and on the JS kernels (kiln.stats().eager). */
+export const eagerCounters = { wasmLaunches: 0, jsLaunches: 0 };
+
+const DEBUG_OFF = new Set((globalThis as any).process?.env?.KILN_EAGER_OFF?.split(',') ?? []);
+export class WasmEagerBackend extends JsBackend {
+  private readonly eager = new Map<string, EagerKernel>();
+  /** one launcher per wasm backend (setWasmThreads makes a new one over the same heap) */
+  private readonly launchers = new WeakMap<WasmBackend, EagerLauncher>();
+
+  private launcher(): EagerLauncher {
+    const w = wasmBackend();
+    let l = this.launchers.get(w);
+    if (!l) this.launchers.set(w, (l = new EagerLauncher(w)));
+    return l;
+  }
+
+  /** Buffers live in the process heap (a plain typed array when the heap is full). */
+  override alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
+    try {
+      return processHeap().allocBuffer((data) => new JsBuffer(dtype, data), dtype, size);
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      return super.alloc(dtype, size, hint);
+    }
+  }
+
+  override prepare(spec: KernelSpec): PreparedKernel {
+    if (spec.kind !== 'pointwise' && spec.kind !== 'reduce' && spec.kind !== 'matmul') return super.prepare(spec);
+    const key = specKey(spec);
+    let k = this.eager.get(key);
+    if (!k) {
+      let js: EagerKernel | null = null;
+      const fallback = (args: KernelArgs) => {
+        eagerCounters.jsLaunches++;
+        (js ??= super.prepare(spec) as EagerKernel).run(args);
+      };
+      const wasm = (args: KernelArgs): boolean => {
+        if (DEBUG_OFF.has(spec.kind)) return false;
+        const l = this.launcher();
+        if (spec.kind === 'pointwise') return runPointwise(l, this, spec, args as Extract<KernelArgs, { kind: 'pointwise' }>);
+        if (spec.kind === 'reduce') return runReduce(l, spec, args as Extract<KernelArgs, { kind: 'reduce' }>);
+        return runMatmul(l, spec, args as Extract<KernelArgs, { kind: 'matmul' }>);
+      };
+      k = {
+        spec,
+        run: (args) => {
+          if (wasm(args)) eagerCounters.wasmLaunches++;
+          else fallback(args);
+        },
+      };
+      this.eager.set(key, k);
+    }
+    return k;
+  }
+
+  /** What building the eager kernels cost (modules, kernels, ms; kernels that have no wasm form). */
+  buildStats(): EagerBuildStats {
+    return this.launcher().stats;
+  }
+}
+
+/**
+ * The backend eager ops run on by default: WasmEagerBackend where WebAssembly SIMD exists and
+ * KILN_EAGER is not 'js' (then the JS kernels alone: the reference for debugging and benchmarks).
+ */
+export function defaultEagerBackend(): Backend {
+  const proc = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  if (proc?.env?.KILN_EAGER === 'js' || wasmUnavailableReason() !== null) return new JsBackend();
+  return new WasmEagerBackend();
+}
