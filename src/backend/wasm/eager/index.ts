@@ -12,7 +12,7 @@ import type { DType } from '../../../core/dtype.js';
 import { JsBackend, JsBuffer, specKey } from '../../js/index.js';
 import { processHeap } from '../heap.js';
 import { wasmBackend, wasmUnavailableReason, type WasmBackend } from '../index.js';
-import { EagerLauncher, type EagerBuildStats } from './launcher.js';
+import { EagerLauncher, eagerBuild } from './launcher.js';
 import { runMatmul } from './matmul.js';
 import { runPointwise } from './pointwise.js';
 import { runReduce } from './reduce.js';
@@ -24,16 +24,24 @@ interface EagerKernel extends PreparedKernel {
 /** Launches that ran on wasm kernels and on the JS kernels (kiln.stats().eager). */
 export const eagerCounters = { wasmLaunches: 0, jsLaunches: 0 };
 
-const DEBUG_OFF = new Set((globalThis as any).process?.env?.KILN_EAGER_OFF?.split(',') ?? []);
 export class WasmEagerBackend extends JsBackend {
   private readonly eager = new Map<string, EagerKernel>();
   /** one launcher per wasm backend (setWasmThreads makes a new one over the same heap) */
   private readonly launchers = new WeakMap<WasmBackend, EagerLauncher>();
 
-  private launcher(): EagerLauncher {
+  /** The launcher over the process's wasm backend; null when the heap has no room for its buffers. */
+  private launcher(): EagerLauncher | null {
     const w = wasmBackend();
     let l = this.launchers.get(w);
-    if (!l) this.launchers.set(w, (l = new EagerLauncher(w)));
+    if (!l) {
+      try {
+        l = new EagerLauncher(w);
+      } catch (e) {
+        if (e instanceof RangeError) return null;
+        throw e;
+      }
+      this.launchers.set(w, l);
+    }
     return l;
   }
 
@@ -58,8 +66,8 @@ export class WasmEagerBackend extends JsBackend {
         (js ??= super.prepare(spec) as EagerKernel).run(args);
       };
       const wasm = (args: KernelArgs): boolean => {
-        if (DEBUG_OFF.has(spec.kind)) return false;
         const l = this.launcher();
+        if (!l) return false;
         if (spec.kind === 'pointwise') return runPointwise(l, this, spec, args as Extract<KernelArgs, { kind: 'pointwise' }>);
         if (spec.kind === 'reduce') return runReduce(l, spec, args as Extract<KernelArgs, { kind: 'reduce' }>);
         return runMatmul(l, spec, args as Extract<KernelArgs, { kind: 'matmul' }>);
@@ -76,18 +84,40 @@ export class WasmEagerBackend extends JsBackend {
     return k;
   }
 
-  /** What building the eager kernels cost (modules, kernels, ms; kernels that have no wasm form). */
-  buildStats(): EagerBuildStats {
-    return this.launcher().stats;
-  }
 }
+
+export interface EagerStats {
+  /** the default eager backend: 'wasm' (WasmEagerBackend) or 'js' (the JS kernels alone), and why */
+  backend: 'wasm' | 'js';
+  reason: string;
+  /** eager kernel launches that ran on wasm kernels, and on the JS kernels (other dtypes and ops) */
+  wasmLaunches: number;
+  jsLaunches: number;
+  /** the eager kernel families built so far (one module each), their kernels, build time */
+  modules: number;
+  kernels: number;
+  buildMs: number;
+  /** kernels the wasm renderer could not emit (their ops run on the JS kernels) */
+  skipped: string[];
+}
+
+/** What the default eager backend is and did (kiln.eagerStats()). */
+export function eagerStats(backend: Backend): EagerStats {
+  const wasm = backend instanceof WasmEagerBackend;
+  return { backend: wasm ? 'wasm' : 'js', reason: wasm ? 'WebAssembly SIMD available' : jsReason(), ...eagerCounters, ...eagerBuild, skipped: [...eagerBuild.skipped] };
+}
+
+function jsReason(): string {
+  return envEager() === 'js' ? 'KILN_EAGER=js' : (wasmUnavailableReason() ?? 'the default backend was replaced (kiln.setDefaultBackend)');
+}
+
+const envEager = (): string | undefined => (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.KILN_EAGER;
 
 /**
  * The backend eager ops run on by default: WasmEagerBackend where WebAssembly SIMD exists and
  * KILN_EAGER is not 'js' (then the JS kernels alone: the reference for debugging and benchmarks).
  */
 export function defaultEagerBackend(): Backend {
-  const proc = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
-  if (proc?.env?.KILN_EAGER === 'js' || wasmUnavailableReason() !== null) return new JsBackend();
+  if (envEager() === 'js' || wasmUnavailableReason() !== null) return new JsBackend();
   return new WasmEagerBackend();
 }
