@@ -20,9 +20,10 @@ const BASE = 64;
 interface Region {
   readonly addr: number;
   readonly bytes: number;
-  /** the buffer living here (re-pointed when an unshared memory grows) and the view we gave it */
+  /** the buffer living here (re-pointed when an unshared memory grows), the view we gave it and its length (a detached view reads 0) */
   buf?: WeakRef<JsBuffer>;
   view?: TypedArray;
+  length?: number;
 }
 
 export interface HeapStats {
@@ -147,7 +148,7 @@ export class Heap {
     if (!this.shared) {
       for (const r of this.live.values()) {
         const b = r.buf?.deref();
-        if (b && r.view && b.data === r.view) b.data = r.view = new TYPED_ARRAY[b.dtype](this.memory.buffer, r.addr, r.view.length);
+        if (b && r.view && b.data === r.view) b.data = r.view = new TYPED_ARRAY[b.dtype](this.memory.buffer, r.addr, r.length);
       }
     }
   }
@@ -198,6 +199,7 @@ export class Heap {
     const region = this.live.get(addr)!;
     region.buf = new WeakRef(buf);
     region.view = view;
+    region.length = view.length;
     this.owner.set(buf, region);
     this.finalizer.register(buf, addr, buf);
     buf.release = () => this.drop(buf, region);
