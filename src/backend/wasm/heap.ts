@@ -148,7 +148,7 @@ export class Heap {
     if (!this.shared) {
       for (const r of this.live.values()) {
         const b = r.buf?.deref();
-        if (b && r.view && b.data === r.view) b.data = r.view = new TYPED_ARRAY[b.dtype](this.memory.buffer, r.addr, r.length);
+        if (b && r.view && r.length !== undefined && b.data === r.view) b.data = r.view = new TYPED_ARRAY[b.dtype](this.memory.buffer, r.addr, r.length);
       }
     }
   }
