@@ -9,6 +9,7 @@ import type { BackendBuffer } from '../../backend.js';
 import type { KernelArgs, KernelSpec, ViewArg } from '../../kernel-spec.js';
 import type { DType } from '../../../core/dtype.js';
 import { coalesce } from '../../iteration.js';
+import { contiguousStrides, numel } from '../../../core/shape.js';
 import { isBoolResult } from '../../scalar-expr.js';
 import { JsBuffer, type JsBackend } from '../../js/index.js';
 import { EXACT_SCALAR_OPS, copyKey, pointwiseKey, type Inner } from './kernels.js';
@@ -92,7 +93,7 @@ function readable(strides: readonly number[], shape: readonly number[]): boolean
  */
 function compactCopy(l: EagerLauncher, js: JsBackend, v: Leaf, dtype: DType, shape: readonly number[]): Leaf | null {
   const compact = shape.map((s, d) => (v.strides[d] === 0 ? 1 : s));
-  const n = compact.reduce((x, y) => x * y, 1);
+  const n = numel(compact);
   let buf: BackendBuffer;
   try {
     buf = l.wasm.heap.allocBuffer((data) => new JsBuffer('float32', data), 'float32', n);
@@ -100,22 +101,12 @@ function compactCopy(l: EagerLauncher, js: JsBackend, v: Leaf, dtype: DType, sha
     if (e instanceof RangeError) return null;
     throw e;
   }
-  const strides = contiguous(compact);
+  const strides = contiguousStrides(compact);
   if (!runCopy(l, dtype, 'float32', { buf, offset: 0, strides }, { buf: v.buf, offset: v.offset, strides: v.strides.map((s, d) => (compact[d] === 1 ? 0 : s)) }, compact)) {
     js.free(buf);
     return null;
   }
   return { buf, offset: 0, strides: strides.map((s, d) => (compact[d] === 1 ? 0 : s)) };
-}
-
-function contiguous(shape: readonly number[]): number[] {
-  const out = new Array<number>(shape.length);
-  let s = 1;
-  for (let d = shape.length - 1; d >= 0; d--) {
-    out[d] = s;
-    s *= shape[d]!;
-  }
-  return out;
 }
 
 /** A copy (or cast) of `src` into `out` over `shape`, any strides, any dtypes. */
