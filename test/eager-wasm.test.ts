@@ -13,6 +13,7 @@ import { processHeap } from '../src/backend/wasm/heap.js';
 import { WasmBackend } from '../src/backend/wasm/index.js';
 import { threadCount } from '../src/backend/js/threads.js';
 import type { LoopKernel } from '../src/compiler/loop-ir.js';
+import { EagerLauncher } from '../src/backend/wasm/eager/launcher.js';
 
 const wasmEager = kiln.eagerStats().backend === 'wasm';
 const skip = wasmEager ? false : `eager runs on the JS kernels here: ${kiln.eagerStats().reason}`;
@@ -240,4 +241,19 @@ test('a kernel the wasm renderer cannot emit is left out of its module; the othe
   assert.ok(a, 'the renderable kernel is prepared');
   assert.equal(b, null);
   assert.match(why.join(), /bad: .*noSuchOp/);
+});
+
+test('a module the engine refuses leaves its ops to the JS kernels (reported), not failing them', { skip }, () => {
+  const l = new EagerLauncher(new WasmBackend(undefined, { threads: 1, heap: processHeap() }));
+  const Module = WebAssembly.Module;
+  (WebAssembly as { Module: unknown }).Module = function refuse() {
+    throw new WebAssembly.CompileError('refused (test)');
+  };
+  try {
+    // an op no other test builds, so its module is not compiled already
+    assert.equal(l.kernel('pointwise', 'hypot|float32|sv'), null);
+  } finally {
+    (WebAssembly as { Module: unknown }).Module = Module;
+  }
+  assert.ok(kiln.eagerStats().skipped.some((s) => s.includes('hypot') && s.includes('refused (test)')), kiln.eagerStats().skipped.join('; '));
 });

@@ -21,7 +21,7 @@ interface EagerKernel extends PreparedKernel {
   run(args: KernelArgs): void;
 }
 
-/** Launches that ran on wasm kernels and on the JS kernels (kiln.stats().eager). */
+/** Launches that ran on wasm kernels and on the JS kernels (kiln.eagerStats()). */
 export const eagerCounters = { wasmLaunches: 0, jsLaunches: 0 };
 
 export class WasmEagerBackend extends JsBackend {
@@ -83,7 +83,6 @@ export class WasmEagerBackend extends JsBackend {
     }
     return k;
   }
-
 }
 
 export interface EagerStats {
@@ -93,7 +92,7 @@ export interface EagerStats {
   /** eager kernel launches that ran on wasm kernels, and on the JS kernels (other dtypes and ops) */
   wasmLaunches: number;
   jsLaunches: number;
-  /** the eager kernel families built so far (one module each), their kernels, build time */
+  /** modules built so far (one per kernel group), the kernels in them, the time building them took */
   modules: number;
   kernels: number;
   buildMs: number;

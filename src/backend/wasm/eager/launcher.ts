@@ -10,7 +10,7 @@
 import type { BackendBuffer, PreparedKernel } from '../../backend.js';
 import { JsBuffer } from '../../js/index.js';
 import type { LoopKernel } from '../../../compiler/loop-ir.js';
-import type { WasmBackend } from '../index.js';
+import { WasmCompileError, type WasmBackend } from '../index.js';
 import { copyFamily, matmulFamily, pointwiseFamily, reduceFamily } from './kernels.js';
 
 export type Family = 'pointwise' | 'copy' | 'reduce' | 'matmul';
@@ -63,9 +63,17 @@ export class EagerLauncher {
     const t0 = performance.now();
     const group = GROUP[family](key);
     const members = [...defs].filter(([k]) => GROUP[family](k) === group);
-    const prepared = this.wasm.prepareModule(members.map(([, k]) => k), (k, e) => eagerBuild.skipped.push(`${k.name}: ${e.message}`));
+    let prepared: (PreparedKernel | null)[];
+    try {
+      prepared = this.wasm.prepareModule(members.map(([, k]) => k), (k, e) => eagerBuild.skipped.push(`${k.name}: ${e.message}`));
+    } catch (e) {
+      // the engine refused the module (a kiln bug, or a browser's limit on compiling on the main thread): its ops run on the JS kernels
+      if (!(e instanceof WasmCompileError)) throw e;
+      eagerBuild.skipped.push(`${members.map(([k]) => k).join(', ')}: ${e.engineMessage}`);
+      prepared = members.map(() => null);
+    }
     members.forEach(([k], i) => this.built.set(`${family}:${k}`, prepared[i]!));
-    eagerBuild.modules++;
+    if (prepared.some(Boolean)) eagerBuild.modules++;
     eagerBuild.kernels += prepared.filter(Boolean).length;
     eagerBuild.buildMs += performance.now() - t0;
     return this.built.get(id)!;
