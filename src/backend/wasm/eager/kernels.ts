@@ -47,13 +47,17 @@ export type Inner = 'v' | 's' | 'd';
 /** Key of a pointwise kernel: op, output dtype, each leaf's inner walk. */
 export const pointwiseKey = (op: ScalarOp, out: DType, inner: readonly Inner[]): string => `${op}|${out}|${inner.join('')}`;
 
+/** Binary ops whose float32 result is the same whether a number operand is rounded to float32 first or not. */
+const ROUNDING_SAFE: ReadonlySet<ScalarOp> = new Set(['maximum', 'minimum', 'logicalAnd', 'logicalOr', 'logicalXor']);
+
 /**
- * Ops whose result changes when a JS-number operand is first rounded to float32 (the JS
- * kernels use it in double: 1 - pow(0.999, t) loses digits if 0.999 is rounded first, and
- * x < 0.1 differs at x = fround(0.1)). With such a number they compute in float64 and round
- * once, as the JS kernels do; +, -, *, / of float32 values give the same float32 either way.
+ * Binary ops whose result can change when a JS-number operand is first rounded to float32 (the
+ * JS kernels use it in double: 1 - pow(0.999, t) loses digits if 0.999 is rounded first, x < 0.1
+ * differs at x = fround(0.1), fmod(x, 0.1) jumps near multiples): every binary op but the
+ * ROUNDING_SAFE ones, so a new op is exact by default. With such a number they compute in
+ * float64 and round once, as the JS kernels do.
  */
-export const EXACT_SCALAR_OPS: ReadonlySet<ScalarOp> = new Set(['add', 'sub', 'mul', 'div', 'pow', 'eq', 'ne', 'lt', 'le', 'gt', 'ge']);
+export const EXACT_SCALAR_OPS: ReadonlySet<ScalarOp> = new Set((BINARY_OPS as readonly ScalarOp[]).filter((op) => !ROUNDING_SAFE.has(op)));
 
 function pointwiseKernel(op: ScalarOp, out: DType, inner: readonly Inner[]): PointwiseKernel {
   const n = inner.length;
