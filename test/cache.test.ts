@@ -76,6 +76,21 @@ for (const b of BACKENDS) {
     assert.doesNotMatch((warm as ChildResult & { logs: string }).logs, /code regenerated/);
   });
 
+  test(`${b.name}: a compiled module called in grad mode, backward outside: a second process skips tracing and takes both programs from the cache`, { skip: b.skip }, () => {
+    const dir = fresh(`train-${b.name}`);
+    const opts = { backend: b.name, mode: 'train', batch: [6] };
+    const cold = run(dir, opts);
+    assert.equal(cold.stats.aotCompiles, 1);
+    assert.ok(cold.stats.cache.writes >= 3, 'forward, backward and the warm start written');
+    const warm = run(dir, opts);
+    assert.equal(warm.stats.cache.traceSkips, 1, 'the pair is a warm start');
+    assert.equal(warm.stats.cache.hits, 2, 'forward and backward programs from the cache');
+    assert.equal(warm.stats.cache.misses, 0);
+    assert.equal(warm.stats.cacheMisses, 0, 'no call traced');
+    assert.equal(warm.stats.interpretedReplays, 0);
+    assert.deepEqual(warm.out, cold.out, 'the same gradients');
+  });
+
   test(`${b.name}: a function (no named captures) traces but takes its program from the cache`, { skip: b.skip }, () => {
     const dir = fresh(`fn-${b.name}`);
     const opts = { backend: b.name, mode: 'fn', batch: [5] };
@@ -204,7 +219,7 @@ test('a process that writes once still keeps the folder under its cap (the scan 
 
 test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph, compiled or given as { captures }', () => {
   const dir = fresh('class-edit');
-  // inside the package (so 'kilnjs' resolves), in the ignored .probe/ folder
+  // inside the repository (tsx resolves 'kilnjs' to src/ by tsconfig.json's paths; cwd is the root), in the ignored .probe/ folder
   const scratch = join(import.meta.dirname, '..', '.probe', `cache-class-${process.pid}`);
   mkdirSync(scratch, { recursive: true });
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
@@ -281,13 +296,13 @@ test('warmup compiles ahead for declared shapes and reports each', async () => {
 test('kiln cache save / load move a whole cache', () => {
   const src = fresh('second-js');
   const file = join(ROOT, 'bundle.kcb');
-  const bin = join(import.meta.dirname, '..', 'bin', 'kiln.ts');
+  const bin = join(import.meta.dirname, '..', 'src', 'cli.ts');
   let r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'save', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: src } });
   assert.equal(r.status, 0, r.stderr);
   const dst = fresh('moved');
   r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'load', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: dst } });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /files added/);
-  const moved = run(dst, { mode: 'module', batch: [8, 3] });
+  const moved = run(dst, { backend: 'js', mode: 'module', batch: [8, 3] });
   assert.equal(moved.stats.cache.traceSkips, 2);
 });

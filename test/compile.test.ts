@@ -121,12 +121,17 @@ test('a changed batch size recompiles once with the reason; the limit falls back
   }
 });
 
-test('replay skips user JavaScript: a counter moves only while tracing', () => {
+test('replay skips user JavaScript: a counter moves only while tracing (the trace and the first replay\'s check)', () => {
   kiln.compiler.reset();
   let calls = 0;
   const f = kiln.compile((x: kiln.Tensor) => { calls++; return x.exp().sum(); });
   for (let i = 0; i < 5; i++) f(kiln.randn([5]));
-  assert.equal(calls, 1);
+  assert.equal(calls, 2);
+  assert.equal(kiln.stats().traceChecks, 1);
+  calls = 0;
+  const g = kiln.compile((x: kiln.Tensor) => { calls++; return x.exp().sum(); }, { check: false });
+  for (let i = 0; i < 5; i++) g(kiln.randn([5]));
+  assert.equal(calls, 1, 'check: false: only the trace');
 });
 
 test('custom ops run as opaque nodes inside a graph, with their gradient', () => {
@@ -250,11 +255,14 @@ test('a compiled training step that returns its loss replays the fused program (
   const step = kiln.compile((x: kiln.Tensor) => { opt.zeroGrad(); const loss = m.call(x).square().mean(); loss.backward(); opt.step(); return loss; });
   const x = kiln.randn([16, 8]);
   kiln.scope(() => { step(x); });
+  kiln.scope(() => { step(x); }); // the first replay is a check trace
   const loss = step(x) as kiln.Tensor;
   assert.equal(loss.requiresGrad, false);
   assert.ok(step.compiled.report!.graphs[0]!.kernels! > 0);
-  const entry = (step.compiled as unknown as { entries: { autogradOutputs: boolean; program: unknown }[] }).entries[0]!;
-  assert.equal(entry.autogradOutputs, false);
+  const entry = (step.compiled as unknown as { entries: { interpreted: string | null; program: unknown }[] }).entries[0]!;
+  assert.equal(entry.interpreted, null);
+  assert.equal(kiln.stats().interpretedReplays, 0);
+  assert.equal(kiln.stats().aotCompiles, 0, 'a step that runs backward itself gets no compiled backward');
 });
 
 test('backward into an existing .grad accumulates on replay as in eager', () => {

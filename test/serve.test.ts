@@ -191,9 +191,9 @@ test('canary: a compiled path that drifts from eager is rolled back to eager by 
     const before = await send();
     assert.equal(s.state().canary.checks, 1);
     assert.equal(s.state().canary.mismatches, 0, 'compiled matches eager');
-    // forward reads a JS number; the compiled program baked in its value at trace time
-    // (replay semantics), so changing it makes the two paths disagree: a real mismatch
-    model.scale = 2;
+    // forward reads a JS number kiln does not guard (a field of a plain object), checked by the
+    // first replay above: changing it now makes the two paths disagree, a real mismatch
+    model.knobs.scale = 2;
     const drifted = await send();
     assert.deepEqual(drifted, before, 'compiled still answers with the traced value');
     assert.equal(s.state().mode, 'compiled', 'one failure is under the threshold');
@@ -216,7 +216,7 @@ test('canary: a compiled path that drifts from eager is rolled back to eager by 
     assert.equal(forbidden.status, 403);
     const badMode = await fetch(`${s.url}/admin/mode`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer let-me-in' }, body: '{"mode":"fast"}' });
     assert.equal(badMode.status, 400);
-    model.scale = 1; // the fix is deployed
+    model.knobs.scale = 1; // the fix is deployed
     const back = await fetch(`${s.url}/admin/mode`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer let-me-in' }, body: '{"mode":"compiled","reason":"scale fixed"}' });
     assert.equal(back.status, 200);
     assert.equal(((await back.json()) as { mode: string }).mode, 'compiled');

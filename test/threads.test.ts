@@ -27,7 +27,7 @@ test('large pointwise, row and matmul kernels run on the pool and equal eager', 
     (x: kiln.Tensor) => x.reshape([4, 128, 384]).matmul(w).relu(),
   ];
   for (const fn of fns) {
-    const c = kiln.compile(fn);
+    const c = kiln.compile(fn, { backend: 'js' });
     for (let i = 0; i < 2; i++) kiln.scope(() => close(c(x) as kiln.Tensor, fn(x)));
   }
   assert.ok(pool.launches - before >= 8, `pool ran ${pool.launches - before} kernels`);
@@ -49,7 +49,7 @@ test('a compiled training step with large layers matches eager with threads', { 
     o.step();
     return l;
   };
-  const c = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => step(mc, oc, x, y));
+  const c = kiln.compile((x: kiln.Tensor, y: kiln.Tensor) => step(mc, oc, x, y), { backend: 'js' });
   for (let i = 0; i < 5; i++) {
     kiln.scope(() => {
       const le = step(me, oe, x, y).item(), lc = (c(x, y) as kiln.Tensor).item();
@@ -140,7 +140,7 @@ test('wasm: a few-row matmul (threads split columns) and row reductions equal on
 
 test('compiled outputs: a disposed output buffer is reused by a later call, a kept one never is', () => {
   kiln.compiler.reset();
-  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1));
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { backend: 'js' });
   const x1 = kiln.keep(kiln.randn([32768])), x2 = kiln.keep(kiln.randn([32768])); // 128 KiB outputs
   const kept = f(x1) as kiln.Tensor;
   assert.equal(kept.storage.backend.name, 'js', 'default pooling is the JS backend\'s');
@@ -192,7 +192,7 @@ test('chunk protocol: the claimChunks workers get as source text claims like the
 
 test('dynamic programs recycle outputs as static ones do (js: 64 KiB and up), per size', () => {
   kiln.compiler.reset();
-  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { dynamic: true });
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { dynamic: true, backend: 'js' });
   const x4 = kiln.keep(kiln.randn([4, 8192])), x6 = kiln.keep(kiln.randn([6, 8192])); // 128 and 192 KiB outputs
   const first = f(x4) as kiln.Tensor, buf = first.storage.buf;
   first.dispose();
@@ -211,7 +211,7 @@ test('kernel workers run in a process started with -e and --input-type=module (t
   // a large kernel splits across the pool's workers; they must boot and compute there too
   const script = `import * as kiln from 'kilnjs';
 const x = kiln.randn([512, 512]);
-const f = kiln.compile((x) => x.mul(2).add(1).tanh().sum(-1));
+const f = kiln.compile((x) => x.mul(2).add(1).tanh().sum(-1), { backend: 'js' });
 const d = f(x).sub(x.mul(2).add(1).tanh().sum(-1)).abs().max().item();
 console.log(JSON.stringify({ d, launches: kiln.stats().threads?.parallelLaunches ?? null }));`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });

@@ -10,7 +10,7 @@ import { add } from '../ops/math.js';
 import { copy } from '../ops/pointwise.js';
 import { onesLike } from '../ops/creation.js';
 import { enableGrad, isGradEnabled, noGrad } from './grad-mode.js';
-import type { GradNode } from './node.js';
+import type { AutogradNode } from './node.js';
 
 export interface BackwardOptions {
   /** keep saved tensors so backward can run again through the same graph */
@@ -45,19 +45,64 @@ export function backward(root: Tensor, gradient?: Tensor, opts: BackwardOptions 
 
 function runBackward(root: Tensor, gradient: Tensor | undefined, opts: BackwardOptions): void {
   const seed = gradient ? alias(gradient, false) : onesLike(root);
-  if (root.isLeaf) {
-    accumulateLeaf(root, seed);
-    return;
+  walkBackward([{ tensor: root, seed }], opts, ACCUMULATE);
+}
+
+/**
+ * Where the gradients that reach the end of the walk go. The default accumulates into
+ * leaves' .grad; the compiler's joint trace (src/compiler/aot) collects them instead, and
+ * stops at nodes of other traces (their gradients become outputs of its backward graph).
+ */
+export interface GradSink {
+  leaf(leaf: Tensor, g: Tensor): void;
+  /** true: the walk does not enter `node`; its gradient goes to `boundary` */
+  stopsAt?(node: AutogradNode): boolean;
+  boundary?(node: AutogradNode, slot: number, g: Tensor): void;
+}
+
+const ACCUMULATE: GradSink = { leaf: accumulateLeaf };
+
+/** One root of a backward walk: a tensor and the gradient flowing into it (handed over). */
+export interface BackwardRoot {
+  readonly tensor: Tensor;
+  readonly seed: Tensor;
+}
+
+/**
+ * Calls each reachable node's backward once every gradient flowing into it has been summed,
+ * in reverse topological order, from several roots at once.
+ */
+export function walkBackward(roots: readonly BackwardRoot[], opts: BackwardOptions, sink: GradSink): void {
+  const grads = new Map<AutogradNode, (Tensor | null)[]>();
+  const give = (node: AutogradNode, slot: number, g: Tensor) => {
+    let slots = grads.get(node);
+    if (!slots) grads.set(node, (slots = new Array<Tensor | null>(node.nOutputs).fill(null)));
+    const prev = slots[slot];
+    if (prev) {
+      slots[slot] = add(prev, g);
+      prev.dispose();
+      g.dispose();
+    } else slots[slot] = g;
+  };
+  const stops = (n: AutogradNode) => sink.stopsAt?.(n) ?? false;
+  const rootNodes: AutogradNode[] = [];
+  for (const r of roots) {
+    const fn = r.tensor.gradFn as AutogradNode | null;
+    if (!fn) sink.leaf(r.tensor, r.seed);
+    else if (stops(fn)) sink.boundary!(fn, r.tensor.gradSlot, r.seed);
+    else {
+      give(fn, r.tensor.gradSlot, r.seed);
+      if (!rootNodes.includes(fn)) rootNodes.push(fn);
+    }
   }
-  const rootNode = root.gradFn as GradNode;
   // dependency counts: how many edges point at each node from the reachable graph
-  const deps = new Map<GradNode, number>();
-  const stack: GradNode[] = [rootNode];
-  const seen = new Set<GradNode>([rootNode]);
+  const deps = new Map<AutogradNode, number>();
+  const stack = [...rootNodes];
+  const seen = new Set<AutogradNode>(rootNodes);
   while (stack.length) {
     const n = stack.pop()!;
     for (const e of n.next) {
-      if (!e || !('node' in e)) continue;
+      if (!e || !('node' in e) || stops(e.node)) continue;
       deps.set(e.node, (deps.get(e.node) ?? 0) + 1);
       if (!seen.has(e.node)) {
         seen.add(e.node);
@@ -65,58 +110,45 @@ function runBackward(root: Tensor, gradient: Tensor | undefined, opts: BackwardO
       }
     }
   }
-  const grads = new Map<GradNode, Tensor>([[rootNode, seed]]);
-  const ready: GradNode[] = [rootNode];
+  const ready = rootNodes.filter((n) => !deps.has(n));
+  const release = (node: AutogradNode) => {
+    for (const e of node.next) {
+      if (!e || !('node' in e) || stops(e.node)) continue;
+      const left = deps.get(e.node)! - 1;
+      deps.set(e.node, left);
+      if (left > 0) continue;
+      if (grads.has(e.node)) ready.push(e.node);
+      else skipBranch(e.node);
+    }
+  };
+  // a node that received no gradient still releases its dependents' counts
+  const skipBranch = (node: AutogradNode) => {
+    if (!opts.retainGraph) node.freeSaved();
+    release(node);
+  };
   while (ready.length) {
     const node = ready.pop()!;
-    const g = grads.get(node)!;
+    const gs = grads.get(node)!;
     grads.delete(node);
-    const inGrads = scope(() => node.apply(g), isTensorLike);
+    const inGrads = scope(() => node.backward(gs), isTensorLike);
     const handed = new Set<Tensor>();
+    const incoming = new Set(gs.filter((g): g is Tensor => g !== null));
     node.next.forEach((edge, i) => {
       let gi = inGrads[i];
       if (!edge) {
-        if (gi && gi !== g) gi.dispose();
+        if (gi && !incoming.has(gi)) gi.dispose();
         return;
       }
-      if (gi && (gi === g || handed.has(gi))) gi = alias(gi, false); // one handle per destination
-      if ('node' in edge) {
-        if (gi) {
-          handed.add(gi);
-          const prev = grads.get(edge.node);
-          if (prev) {
-            grads.set(edge.node, add(prev, gi));
-            prev.dispose();
-            gi.dispose();
-          } else grads.set(edge.node, gi);
-        }
-        const left = deps.get(edge.node)! - 1;
-        deps.set(edge.node, left);
-        if (left === 0) {
-          if (grads.has(edge.node)) ready.push(edge.node);
-          else skipBranch(edge.node, deps, ready, grads, opts);
-        }
-      } else if (gi) {
-        handed.add(gi);
-        accumulateLeaf(edge.leaf, gi);
-      }
+      if (!gi) return;
+      if (incoming.has(gi) || handed.has(gi)) gi = alias(gi, false); // one handle per destination
+      handed.add(gi);
+      if (!('node' in edge)) sink.leaf(edge.leaf, gi);
+      else if (stops(edge.node)) sink.boundary!(edge.node, edge.slot, gi);
+      else give(edge.node, edge.slot, gi);
     });
-    if (!handed.has(g)) g.dispose();
+    for (const g of incoming) if (!handed.has(g)) g.dispose();
     if (!opts.retainGraph) node.freeSaved();
-  }
-}
-
-/** A node that received no gradient still releases its dependents' counts. */
-function skipBranch(node: GradNode, deps: Map<GradNode, number>, ready: GradNode[], grads: Map<GradNode, Tensor>, opts: BackwardOptions): void {
-  if (!opts.retainGraph) node.freeSaved();
-  for (const e of node.next) {
-    if (!e || !('node' in e)) continue;
-    const left = deps.get(e.node)! - 1;
-    deps.set(e.node, left);
-    if (left === 0) {
-      if (grads.has(e.node)) ready.push(e.node);
-      else skipBranch(e.node, deps, ready, grads, opts);
-    }
+    release(node);
   }
 }
 

@@ -6,8 +6,29 @@ import type { DType } from '../core/dtype.js';
 import { AutogradError, fmtShape } from '../core/errors.js';
 import { Tensor, type GradFnRef } from '../tensor/tensor.js';
 
-/** Where an input's gradient goes: the node that produced it, or a leaf to accumulate into. */
-export type Edge = { readonly node: GradNode } | { readonly leaf: Tensor } | null;
+/**
+ * A node of the autograd graph as the engine sees it. An op's GradNode has one output; a
+ * compiled function's backward (src/compiler/aot) has one output slot per differentiable result.
+ */
+export interface AutogradNode extends GradFnRef {
+  readonly next: readonly Edge[];
+  readonly nOutputs: number;
+  /** gradients per output slot (null where none arrived) -> gradients per next edge */
+  backward(grads: readonly (Tensor | null)[]): readonly (Tensor | null)[];
+  /** drops what the node saved for backward (after backward unless retainGraph, or when unreachable) */
+  freeSaved(): void;
+  /** the compiler's tracer that recorded this node, when it was made while tracing */
+  readonly tracer: unknown;
+}
+
+/** Where an input's gradient goes: output `slot` of the node that produced it, or a leaf to accumulate into. */
+export type Edge = { readonly node: AutogradNode; readonly slot: number } | { readonly leaf: Tensor } | null;
+
+/** The edge to the gradient of `t` (which requires grad). */
+export function edgeOf(t: Tensor): Edge {
+  const fn = t.gradFn as AutogradNode | null;
+  return fn ? { node: fn, slot: t.gradSlot } : { leaf: t };
+}
 
 export interface BackwardContext<A> {
   /** saved inputs (aliases; null where the op did not save them) */
@@ -22,14 +43,16 @@ export interface BackwardContext<A> {
 
 export type BackwardFn<A> = (grad: Tensor, ctx: BackwardContext<A>) => readonly (Tensor | null)[];
 
-export class GradNode<A = unknown> implements GradFnRef {
+export class GradNode<A = unknown> implements AutogradNode {
   private refs = 0;
   private freed = false;
+  readonly nOutputs = 1;
   constructor(
     readonly name: string,
     private readonly backwardFn: BackwardFn<A>,
     readonly next: readonly Edge[],
     private ctx: BackwardContext<A> | null,
+    readonly tracer: unknown = null,
   ) {
     for (const e of next) if (e && 'node' in e) e.node.retain();
   }
@@ -56,6 +79,10 @@ export class GradNode<A = unknown> implements GradFnRef {
 
   /** storage versions of the saved tensors when they were saved */
   savedVersions: number[] = [];
+
+  backward(grads: readonly (Tensor | null)[]): readonly (Tensor | null)[] {
+    return this.apply(grads[0]!);
+  }
 
   apply(grad: Tensor): readonly (Tensor | null)[] {
     if (this.ctx) this.checkVersions(this.ctx);

@@ -44,24 +44,36 @@ export function registeredKernelBackends(): string[] {
 
 let announced: string | null = null;
 
-/** The 'auto' choice: the highest-ranked registered backend that can run here, with the reason. */
-export function chooseAuto(): BackendChoice {
+/**
+ * The 'auto' choice (also the default): the highest-ranked registered backend that can run
+ * here over the default backend's buffers (a WebGPU default takes webgpu, a CPU one native or
+ * wasm), with the reason.
+ */
+export function chooseAuto(requested = 'auto'): BackendChoice {
   const candidates = [...registry.values()].sort((a, b) => b.rank - a.rank);
   const skipped: string[] = [];
   for (const c of candidates) {
-    const why = c.available();
+    let why = c.available();
+    if (!why) {
+      try {
+        c.get();
+      } catch (e) {
+        if (!(e instanceof ArgumentError)) throw e;
+        why = e.detail;
+      }
+    }
     if (why) {
       skipped.push(`${c.name} unavailable (${why})`);
       continue;
     }
-    return announce({ requested: 'auto', chosen: c.name, reason: `${c.summary}${skipped.length ? `; ${skipped.join('; ')}` : ''}` });
+    return announce({ requested, chosen: c.name, reason: `${c.summary}${skipped.length ? `; ${skipped.join('; ')}` : ''}` });
   }
   const none = skipped.length ? skipped.join('; ') : 'no other kernel backend is registered (import kiln/node for native)';
-  return announce({ requested: 'auto', chosen: 'js', reason: `JS renderer: ${none}` });
+  return announce({ requested, chosen: 'js', reason: `JS renderer: ${none}` });
 }
 
 function announce(c: BackendChoice): BackendChoice {
-  const line = `backend 'auto' chose ${c.chosen}: ${c.reason}`;
+  const line = `backend ${c.requested === 'auto' ? "'auto'" : '(default: auto)'} chose ${c.chosen}: ${c.reason}`;
   if (announced !== line) log('perf', line);
   announced = line;
   counters.autoBackend = { chosen: c.chosen, reason: c.reason };
@@ -70,14 +82,15 @@ function announce(c: BackendChoice): BackendChoice {
 
 /**
  * The kernel backend for compile options (undefined: the JS renderer of the default backend),
- * and the recorded choice. An explicitly named backend that cannot run here throws: it is never
- * silently replaced by another.
+ * and the recorded choice. No backend named means 'auto' (torch.compile's default is its best
+ * backend too); an explicitly named backend that cannot run here throws: it is never silently
+ * replaced by another.
  */
 export function resolveKernelBackend(requested: string | undefined): { backend: Backend | undefined; choice: BackendChoice } {
-  const name = requested ?? 'js';
+  const name = requested ?? 'auto';
   if (name === 'js' || name === 'eager') return { backend: undefined, choice: { requested: name, chosen: name, reason: 'requested' } };
   if (name === 'auto') {
-    const choice = chooseAuto();
+    const choice = chooseAuto(requested === undefined ? 'default' : 'auto');
     return { backend: choice.chosen === 'js' ? undefined : registry.get(choice.chosen)!.get(), choice };
   }
   const r = registry.get(name);

@@ -3,17 +3,19 @@
 
 import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
+import { checkOutputsFinite } from './check-numerics.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, isTensor, tensorHooks } from '../tensor/tensor.js';
-import { SteppedScope } from '../tensor/scope.js';
+import { keep, SteppedScope } from '../tensor/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
 import { Graph, graphKey, printGraph } from './graph.js';
 import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
 import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './lower.js';
+import { fuseAttention } from './fuse-attention.js';
 import { runPasses, type PassTimings } from './passes.js';
-import { argLeaves, buildGuards, checkGuards, paramNames, type Guard } from './guards.js';
+import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
 import { ArgumentError, KilnError, SyncReadError } from '../core/errors.js';
 import type { Backend } from '../backend/backend.js';
@@ -26,12 +28,17 @@ import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js'
 import { DynamicProgram } from './dynamic-program.js';
 import { bucketCall, type BucketSpec } from './bucket.js';
 import { announceStateWrites } from './state-writes.js';
-import { applyGradEffects, gradStateGuards, releaseReplacedGrads } from './grad-effects.js';
+import { applyGradEffects, bindArgGrads, gradStateGuards, releaseReplacedGrads, type ArgGradEffect } from './grad-effects.js';
 import { fillTemplate, templateOf } from './result-template.js';
 import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
 import { closeQuietly, driveGenerator, isGenerator, isGeneratorFunction, runEagerly, type ReadRequest } from './async-read.js';
+import { traceJoint, type JointTrace } from './aot/joint.js';
+import { isTangent, partitionJoint, type Partition } from './aot/partition.js';
+import { AotProgram } from './aot/aot-program.js';
+import type { Runnable } from './runnable.js';
+import { profileSpan } from '../core/profiling.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -49,7 +56,9 @@ export interface CompileOptions {
   /** pad a dim up to the next bucket size so a bounded set of static programs serves every size (see bucket.ts) */
   buckets?: BucketSpec;
   /**
-   * 'auto', 'js', 'eager' (capture and replay, each node with eager kernels), or a kernel
+   * 'auto' (the default: the fastest that can run here, with the reason in explain), 'js' (the
+   * JS renderer: readable generated code, for debugging), 'eager' (capture and replay, each node
+   * with eager kernels), or a kernel
    * backend registered by a Node entry point: 'native' (C compiled at run time; import
    * 'kilnjs/node'). An explicitly named backend that cannot run here throws, never falls back.
    */
@@ -64,6 +73,14 @@ export interface CompileOptions {
   fuse?: boolean;
   /** false: do not read or write the persistent compile cache (also KILN_CACHE=0; Node only) */
   cache?: boolean;
+  /**
+   * Replay does not run the function's JavaScript, so a value it reads from outside without a
+   * guard (a closure variable, Math.random(), a field of a non-module object) would be frozen at
+   * trace time. kiln traces the first replay of each entry once more and compares the graphs
+   * (default); `N` also re-checks every Nth call, `true` every call, `false` never. A difference
+   * recompiles with the reason logged and warned, and is checked again on the next call.
+   */
+  check?: boolean | number;
   /**
    * Tensors the function reads, by stable name: a module (its parameters and buffers by
    * state-dict key; preferred) or a record such as model.stateDict(). kiln.compile places them
@@ -119,19 +136,31 @@ interface ModuleLike {
 
 interface Entry {
   readonly guards: Guard[];
+  /** the graph the program runs (for a forward/backward pair: the forward) */
   readonly graph: Graph;
-  readonly program: Runnable | null;
+  readonly program: Runnable | AotProgram | null;
   /** node ids (in graph.outputs order) that are the result's tensors */
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
+  /** arguments whose .grad the graph sets (by path: each call's own tensors) */
+  readonly argGrads: readonly ArgGradEffect[];
   /** re-trace on every call (graph breaks); segments are looked up by structure */
   readonly retrace: boolean;
-  readonly autogradOutputs: boolean;
+  /** why replay runs node by node with autograd (null: the compiled program runs) */
+  readonly interpreted: string | null;
+  /** structural key of `graph`: a check trace must give the same */
+  readonly key: string;
+  /** the argument shapes the trace saw (a check trace needs a call with these) */
+  readonly shapes: string;
+  /** whether a second trace confirmed the graph (entries from the persistent cache are) */
+  checked: boolean;
+  /** replays so far (for `check: N`) */
+  calls: number;
 }
 
 export interface CompileReport {
   name: string;
-  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number; fusion?: string; peakBytes?: number }[];
+  graphs: { text: string; ops: number; key: string; program?: string; kernels?: number; fusion?: string; peakBytes?: number; partition?: string }[];
   breaks: { reason: string; location: string; hint: string }[];
   guards: string[];
   /** ms: total = trace + passes + codegen + firstRun (the segments' first execution) */
@@ -145,7 +174,7 @@ export class CompiledFunction {
   readonly name: string;
   private entries: Entry[] = [];
   private epoch = epoch;
-  private readonly segments = new Map<string, Runnable>();
+  private readonly segments = new Map<string, Runnable | AotProgram>();
   private readonly argNames: string[];
   private limitWarned = false;
   /** a `function*` (or a forward that returned a generator): reads are explicit async breaks (async-read.ts) */
@@ -185,7 +214,7 @@ export class CompiledFunction {
     for (const n of notes) log('recompiles', `${this.name}: ${n}`);
     if (dims.length === 0) return null;
     const t0 = performance.now();
-    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead' });
+    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead', aot: isGradEnabled() });
     if ('failed' in r) {
       log('recompiles', `${this.name}: ${dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(', ')} stay static: ${r.failed}`);
       counters.dynamicFailures.push({ fn: this.name, reason: r.failed });
@@ -239,11 +268,12 @@ export class CompiledFunction {
       const r = checkGuards(e.guards, args);
       if (r === null) {
         if (e.retrace) return this.trace(args, e);
+        if (this.wantsCheck(e, args)) return this.trace(args, null, e);
         counters.cacheHits++;
         return this.replay(e, args);
       }
       if (reason === null && this.opts.dynamic === undefined) changes = allSizeChanges(e.guards, args);
-      reason ??= r;
+      reason = r; // the newest entry's failure is the nearest miss
     }
     if (this.entries.length > 0) {
       const limit = this.opts.recompileLimit ?? 8;
@@ -266,22 +296,40 @@ export class CompiledFunction {
       log('recompiles', `recompiling ${this.name} (entry ${this.entries.length + 1}): ${reason}`);
     }
     // the persistent cache: a stored entry for these arguments replays without tracing
-    const warm = tryWarmStart(this.cacheContext(), args) as Entry | null;
+    const warm = tryWarmStart(this.cacheContext(), args) as Omit<Entry, 'key' | 'shapes' | 'checked' | 'calls'> | null;
     if (warm) {
-      this.entries.push(warm);
+      // keyed by the module's class sources and configuration, and guarded like a trace
+      const entry: Entry = { ...warm, key: graphKey(warm.graph), shapes: shapeSignature(args, this.argNames), checked: true, calls: 0 };
+      this.entries.push(entry);
       counters.compiles++;
-      return this.replay(warm, args);
+      return this.replay(entry, args);
     }
     return this.trace(args, null);
+  }
+
+  /** Whether this replay is traced once more to check the graph (the `check` option). */
+  private wantsCheck(e: Entry, args: unknown[]): boolean {
+    const check = this.opts.check;
+    if (check === false || this.opts.backend === 'eager' || this.isGeneratorFn) return false;
+    e.calls++;
+    if (check === true || (typeof check === 'number' && check > 0 && e.calls % check === 0)) return true;
+    // a dynamic entry is checked at a call with the traced sizes
+    return !e.checked && shapeSignature(args, this.argNames) === e.shapes;
   }
 
   /** What the persistent compile cache needs of this function (src/compiler/cache/warm-start.ts). */
   private cacheContext(): WarmContext {
     return {
       name: this.name, opts: this.opts, argNames: this.argNames, fn: this.fn, module: this.module,
-      parameterGuards: () => this.parameterGuards(),
+      parameterGuards: () => [...this.parameterGuards(), ...this.attributeGuards()],
       makeProgram: (g) => (this.opts.backend === 'eager' ? null : makeProgram(g, this.opts, { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } })),
     };
+  }
+
+  /** The configuration kept in plain properties of the compiled module and of a `captures` module (guards.ts). */
+  private attributeGuards(): Guard[] {
+    const named = (m: { namedModules?(): [string, object][] } | undefined): [string, object][] => (m ? m.namedModules?.() ?? [['', m]] : []);
+    return moduleAttributeGuards([...named(this.module as never), ...named(this.opts.capturedModule)]);
   }
 
   /** A compiled module's parameters by identity: assigning a new tensor to a layer recompiles. */
@@ -311,10 +359,18 @@ export class CompiledFunction {
 
   private replay(e: Entry, args: unknown[]): unknown {
     const inputs = resolveInputs(e.graph, args, this.argNames);
-    announceStateWrites(e.graph, inputs, e.gradLeaves);
-    releaseReplacedGrads(e.gradLeaves, inputs);
-    const outs = e.autogradOutputs || !e.program ? interpret(e.graph, inputs) : e.program.run(inputs);
-    applyGradEffects(e.gradLeaves, outs);
+    const gradLeaves = e.argGrads.length ? [...e.gradLeaves, ...bindArgGrads(e.argGrads, args, this.argNames)] : e.gradLeaves;
+    announceStateWrites(e.graph, inputs, gradLeaves);
+    releaseReplacedGrads(gradLeaves, inputs);
+    let outs: Tensor[];
+    if (e.program && e.interpreted === null) {
+      outs = e.program.run(inputs);
+      if (runtime.checkNumerics) checkOutputsFinite(this.name, outs);
+    } else {
+      if (e.interpreted !== null) countInterpreted(this.name, e.interpreted);
+      outs = interpret(e.graph, inputs);
+    }
+    applyGradEffects(gradLeaves, outs);
     return fillTemplate(e.resultTemplate, outs);
   }
 
@@ -329,15 +385,20 @@ export class CompiledFunction {
     throw new GraphBreakError(`compiled generator ${this.name} was called inside another compiled function`, 'its reads need a Promise the caller cannot wait for: from a compiled generator, call the uncompiled generator with `yield* gen(...)`; or call it outside compiled code');
   }
 
-  /** Traces fn; runs segments as it goes (graph breaks); records an entry when replayable. */
-  private trace(args: unknown[], existing: Entry | null): unknown {
-    counters.cacheMisses++;
+  /**
+   * Traces fn; runs segments as it goes (graph breaks); records an entry when replayable.
+   * `existing`: an entry with graph breaks, traced on every call. `checking`: an entry whose
+   * guards held, traced again to confirm its graph (wantsCheck).
+   */
+  private trace(args: unknown[], existing: Entry | null, checking: Entry | null = null): unknown {
+    if (checking) counters.traceChecks++;
+    else counters.cacheMisses++;
     const t0 = performance.now();
     // a generator is never replayed without its JavaScript (its reads decide what runs next)
-    this.pendingDynamic = existing || this.isGeneratorFn ? null : this.planDynamicFor(args);
+    this.pendingDynamic = existing || checking || this.isGeneratorFn ? null : this.planDynamicFor(args);
     const report: CompileReport = { name: this.name, graphs: [], breaks: [], guards: [], timings: { trace: 0, passes: {}, codegen: 0, firstRun: 0, total: 0 } };
     // a generator's call is a scope of its own: its code runs in stretches, where kiln.scope cannot reach
-    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false };
+    const run: TraceRun = { tracer: null!, report, codegen: 0, t0, args, deferred: [], prevHooks: { ...tensorHooks }, asyncReads: 0, scope: this.isGeneratorFn ? new SteppedScope() : null, installed: false, gradWritesBefore: 0, checking };
     run.tracer = new Tracer(this.name, (tr, req) => this.onBreak(tr, req, run));
     let finished = false;
     let handedOff = false;
@@ -410,12 +471,34 @@ export class CompiledFunction {
     this.flushSegment(run);
   }
 
-  /** A graph break: the graph so far runs on the live proxies' behalf, and tracing goes on in a new one. */
+  /**
+   * A graph break: the graph so far runs on the live proxies' behalf, and tracing goes on in a new
+   * one. Live values that require grad get a compiled backward (AOTAutograd) unless this segment
+   * ran backward itself; then autograd's saved values are outputs too, for the backward to come.
+   */
   private flushSegment(run: TraceRun): void {
-    const graph = run.tracer.graph;
-    graph.outputs = run.tracer.liveNodes();
-    this.finishSegment(run.tracer, graph, run.report, (ms) => (run.codegen += ms), run.args);
-    run.tracer.startSegment();
+    const tracer = run.tracer;
+    const graph = tracer.graph;
+    const live = tracer.liveNodes(true);
+    const joint = this.traceBackward(run, live.flatMap((id) => tracer.proxies.get(id)!.filter((p) => !p.isDisposed && p.trace?.id === id).slice(0, 1)));
+    graph.outputs = joint ? live : tracer.liveNodes();
+    this.finishSegment(tracer, graph, run.report, (ms) => (run.codegen += ms), run.args, joint);
+    run.gradWritesBefore = tracer.gradWrites.size;
+    tracer.startSegment();
+  }
+
+  /**
+   * AOTAutograd: when `results` (proxies of this segment) require grad, grad mode is on and the
+   * segment did not run backward itself, traces their backward into the graph (aot/joint.ts).
+   */
+  private traceBackward(run: TraceRun, results: readonly Tensor[]): JointTrace | null {
+    const tracer = run.tracer;
+    if (this.opts.backend === 'eager' || !isGradEnabled() || tracer.gradWrites.size > run.gradWritesBefore) return null;
+    const roots = results.filter((t) => t.requiresGrad && t.trace?.tracer === tracer);
+    if (roots.length === 0) return null;
+    const joint = traceJoint(tracer, roots);
+    if (joint.dropped > 0) log('aot', `${this.name}: ${joint.dropped} gradient(s) reached tensors made inside the function that require grad; their .grad is not set (return them, or make them outside)`);
+    return joint;
   }
 
   /** The end of a trace: the last segment's outputs are the result, new grads, and tensors that escaped (kept). */
@@ -428,10 +511,13 @@ export class CompiledFunction {
     const escaped = tracer.liveNodes().filter((id) => tracer.proxies.get(id)!.some((p) => p.kept && !p.isDisposed && !gradLeaves.some((l) => l.grad === p)));
     const extra = escaped.filter((id) => !resultIds.includes(id) && !gradIds.includes(id));
     const graph = tracer.graph;
+    const joint = extra.length === 0 ? this.traceBackward(run, collectTensors(result)) : null;
     graph.outputs = dedupe([...resultIds, ...gradIds.filter((x): x is number => x !== null), ...extra]);
     const replayable = tracer.segment === 0 && extra.length === 0 && !this.isGeneratorFn;
-    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args);
+    const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args, joint, run.checking);
+    handArgGrads(tracer, args, this.argNames);
     report.timings.total = performance.now() - t0;
+    profileSpan('compile', `compile ${this.name}`, t0, { graphs: report.graphs.length, breaks: report.breaks.length });
     report.timings.codegen = run.codegen;
     report.timings.trace = report.timings.total - run.codegen - report.timings.firstRun - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
     // compile time is what compiling cost, not the first run of the program
@@ -441,41 +527,60 @@ export class CompiledFunction {
     if (!existing) {
       if (replayable) {
         const resultTemplate = templateOf(result);
-        const dyn = this.pendingDynamic?.used && compiled.program === this.pendingDynamic.program ? this.pendingDynamic : null;
-        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...gradStateGuards(tracer)];
+        const pending = this.pendingDynamic;
+        const dyn = pending?.used && (compiled.program === pending.program || (compiled.program instanceof AotProgram && compiled.program.fwd === pending.program)) ? pending : null;
+        const guards = [...buildGuards(args, this.argNames, compiled.graph, modules, dyn?.guardSpec), ...this.parameterGuards(), ...this.attributeGuards(), ...gradStateGuards(tracer, args, this.argNames)];
         report.guards = guards.map((g) => g.text);
         log('guards', () => `${this.name} guards:\n  ${report.guards.join('\n  ')}`);
         const outIndex = (id: number | null) => (id === null ? null : compiled.graph.outputs.indexOf(compiled.idMap.get(id)!));
-        // a function that ran backward() itself (a training step) consumed its outputs' graph:
-        // they come back without autograd history; otherwise they must carry it
-        const ranBackward = tracer.gradWrites.size > 0;
-        const autogradOutputs = !ranBackward && isGradEnabled() && resultIds.some((id) => tracer.proxies.get(id)?.some((p) => p.requiresGrad));
-        if (autogradOutputs) log('perf', `${this.name}: outputs require grad, so replay runs node by node with autograd (compile the whole training step, or call under kiln.noGrad, for the compiled program)`);
-        if (dyn && autogradOutputs) {
-          // node-by-node replay runs the real-size graph: this entry cannot serve other sizes
-          guards.splice(0, guards.length, ...buildGuards(args, this.argNames, compiled.graph, modules), ...this.parameterGuards(), ...gradStateGuards(tracer));
-          log('recompiles', `${this.name}: the dynamic program is not used because the outputs require grad (replay runs node by node); sizes stay static`);
-        } else if (dyn) {
+        if (dyn) {
           counters.dynamicCompiles.push({ fn: this.name, symbols: dyn.notes });
           log('recompiles', `${this.name}: compiled with dynamic sizes:\n  ${dyn.notes.join('\n  ')}`);
         }
-        this.entries.push({
+        const entry: Entry = {
           guards, graph: compiled.graph, program: compiled.program, resultTemplate,
-          gradLeaves: gradLeaves.map((leaf, i) => ({ leaf, outputIndex: outIndex(gradIds[i] ?? null) })),
-          retrace: false, autogradOutputs,
-        });
-        counters.compiles++;
-        saveWarmStart(this.cacheContext(), args, this.entries[this.entries.length - 1] as unknown as WarmEntry, tracer.gradWrites.size);
+          gradLeaves: gradLeaves.flatMap((leaf, i) => (tracer.argPathOf(leaf) === undefined ? [{ leaf, outputIndex: outIndex(gradIds[i] ?? null) }] : [])),
+          argGrads: gradLeaves.flatMap((leaf, i) => { const path = tracer.argPathOf(leaf); return path === undefined ? [] : [{ path, outputIndex: outIndex(gradIds[i] ?? null) }]; }),
+          retrace: false, interpreted: compiled.interpreted, key: compiled.key, shapes: shapeSignature(args, this.argNames), checked: false, calls: 0,
+        };
+        if (run.checking) this.settleCheck(run.checking, entry);
+        else {
+          this.entries.push(entry);
+          counters.compiles++;
+          saveWarmStart(this.cacheContext(), args, entry as unknown as WarmEntry, tracer.gradWrites.size);
+        }
       } else if (tracer.segment > 0 || this.isGeneratorFn) {
         const guards = buildGuards(args, this.argNames, new Graph('none'), modules);
         report.guards = guards.map((g) => g.text);
-        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], retrace: true, autogradOutputs: false });
+        this.entries.push({ guards, graph: compiled.graph, program: null, resultTemplate: null, gradLeaves: [], argGrads: [], retrace: true, interpreted: null, key: compiled.key, shapes: '', checked: true, calls: 0 });
         counters.compiles++;
+        if (run.checking) this.settleCheck(run.checking, null);
       } else {
+        if (run.checking) this.settleCheck(run.checking, null);
         log('recompiles', `${this.name}: tensors created while tracing escaped the function (${extra.length}; e.g. optimizer state made on the first step), so this trace ran once and was not cached`);
       }
     }
     return result;
+  }
+
+  /**
+   * The end of a check trace: the same graph confirms the entry (the call counts as a replay);
+   * another one replaces it, as a recompile with the reason, checked again on the next call.
+   */
+  private settleCheck(old: Entry, fresh: Entry | null): void {
+    if (fresh && fresh.key === old.key) {
+      old.checked = true;
+      counters.cacheHits++;
+      return;
+    }
+    const i = this.entries.indexOf(old);
+    if (fresh) this.entries[i] = fresh;
+    else this.entries.splice(i, 1);
+    const reason = `the traced graph changed although every guard held: the function read a value kiln does not guard (a closure variable, a field of a non-module object, Math.random()) and it changed since the trace`;
+    counters.compiles++;
+    counters.recompiles.push({ fn: this.name, reason });
+    log('recompiles', `recompiling ${this.name}: ${reason}`);
+    warnOnce(`stale:${this.name}`, `${this.name}: ${reason}. Compiled code replays without running the function's JavaScript: pass values that change as arguments (numbers are guarded) or tensors, or keep them on modules (their attributes are guarded). kiln recompiles and checks again on the next call.`);
   }
 
   /** Counts and logs a graph break once per function, location and reason; explain lists every one. */
@@ -514,56 +619,78 @@ export class CompiledFunction {
     }
   }
 
-  /** Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies their data. */
-  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null): { graph: Graph; program: Runnable | null; idMap: Map<number, number> } {
+  /**
+   * Optimizes, compiles (or finds by structure) and runs one segment, then gives its proxies
+   * their data. With `joint` (AOTAutograd) the graph holds the backward too: it is partitioned
+   * into a forward/backward pair, and the results get the pair's grad node. `checking`: the
+   * entry a check trace confirms; the same graph runs its program (nothing is compiled).
+   */
+  private finishSegment(tracer: Tracer, graph: Graph, report: CompileReport, addCodegen: (ms: number) => void, args: unknown[] | null, joint: JointTrace | null = null, checking: Entry | null = null): { graph: Graph; program: Runnable | AotProgram | null; idMap: Map<number, number>; interpreted: string | null; key: string } {
     // keep original ids reachable after passes renumber nodes: outputs keep their order
     const originalOutputs = [...graph.outputs];
+    if (joint) graph.outputs = [...originalOutputs, ...joint.grads.map((g) => g.value)];
     const optimized = runPasses(graph, report.timings.passes);
-    const idMap = new Map<number, number>(originalOutputs.map((id, i) => [id, optimized.outputs[i]!]));
     const key = graphKey(optimized);
-    let program: Runnable | null = null;
+    let program: Runnable | AotProgram | null = null;
+    let runGraph = optimized;
+    let interpreted: string | null = null;
     const useProgram = this.opts.backend !== 'eager';
     const dyn = this.pendingDynamic;
-    if (useProgram && dyn && !dyn.used && args && dyn.matches(optimized)) {
+    const compileOnce = (make: () => Runnable | AotProgram) => {
+      const t0 = performance.now();
+      const staged = stagedMs(report);
+      const p = make();
+      // codegen is what makeProgram spent beyond the stages it timed itself (lowering, cache reads)
+      addCodegen(performance.now() - t0 - (stagedMs(report) - staged));
+      this.segments.set(key, p);
+      counters.graphsCompiled++;
+      return p;
+    };
+    if (checking && checking.key === key) {
+      // the checked entry's program runs, on this trace's inputs (the same graph: the same order)
+      program = checking.program;
+      if (joint) runGraph = partitionJoint(optimized, originalOutputs.length).fwd;
+    } else if (joint && useProgram && dyn?.aot && !dyn.used && args && dyn.aot.nForward === originalOutputs.length && dyn.matches(optimized)) {
+      // the dynamic forward/backward pair serves this call
+      const part = dyn.aot.partition;
+      runGraph = part.fwd;
+      program = new AotProgram(this.name, dyn.aot.fwd, dyn.aot.bwd, part, originalOutputs.length, joint.diffResults.map((id) => originalOutputs.indexOf(id)), joint.grads.map((g) => forwardInputs(graph).indexOf(g.input)));
+      counters.aotCompiles++;
+      dyn.used = true;
+    } else if (joint) {
+      const part = partitionJoint(optimized, originalOutputs.length);
+      runGraph = part.fwd;
+      if (part.unsupported !== null || !useProgram) {
+        interpreted = useProgram ? part.unsupported : null;
+        if (interpreted) log('perf', `${this.name}: the results require grad, but ${interpreted}: replay runs node by node with autograd`);
+      } else {
+        program = this.segments.get(key) ?? null;
+        if (program) counters.segmentHits++;
+        else program = compileOnce(() => this.makeAot(part, graph, originalOutputs, joint, report));
+      }
+    } else if (useProgram && dyn && !dyn.used && args && dyn.matches(optimized)) {
       // the dynamic program serves this call (its graph at these sizes is this graph)
       program = dyn.program;
       dyn.used = true;
     } else if (useProgram) {
       program = this.segments.get(key) ?? null;
       if (program) counters.segmentHits++;
-      else {
-        const t0 = performance.now();
-        const staged = stagedMs(report);
-        program = makeProgram(optimized, this.opts, report);
-        // codegen is what makeProgram spent beyond the stages it timed itself (lowering, cache reads)
-        addCodegen(performance.now() - t0 - (stagedMs(report) - staged));
-        this.segments.set(key, program);
-        counters.graphsCompiled++;
-      }
+      else program = compileOnce(() => makeProgram(optimized, this.opts, report));
     }
-    const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
-    // the printed forms are made when read (explain, logs, debug dumps), not on every trace:
-    // printing a program's kernels is text for every kernel, work a first call should not pay for
-    const shown = program;
-    let text: string | undefined, printed: string | undefined;
-    const graphText = () => (text ??= shown instanceof DynamicProgram && dyn ? printGraph(dyn.graph) : printGraph(optimized));
-    const programText = () => (shown ? (printed ??= shown.print()) : undefined);
-    report.graphs.push({
-      get text() { return graphText(); },
-      get program() { return programText(); },
-      get fusion() { return fused ? formatDecisions(fused.lowered.decisions) : undefined; },
-      ops: optimized.opCount, key, kernels: fused?.kernels.length, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
-    });
-    log('graph', graphText);
-    debugDump(this.name, optimized.name, { get 'graph.txt'() { return graphText(); }, get 'program.txt'() { return programText() ?? '(eager backend: node by node)'; } });
+    const idMap = new Map<number, number>(originalOutputs.map((id, i) => [id, runGraph.outputs[i]!]));
+    if (program instanceof AotProgram) {
+      recordGraph(this.name, report, program.fwdGraph, program.fwd, key, null, program.partition.summary);
+      recordGraph(this.name, report, program.bwdGraph, program.bwd, key, null, null);
+    } else recordGraph(this.name, report, runGraph, program, key, program instanceof DynamicProgram ? dyn : null, null);
     // run it now on the real tensors
     runtime.tracer = null;
-    const inputs = resolveInputs(optimized, args ?? [], this.argNames, tracer);
-    announceStateWrites(optimized, inputs, [...tracer.gradWrites.keys()].map((leaf) => ({ leaf })));
+    const inputs = resolveInputs(runGraph, args ?? [], this.argNames, tracer);
+    announceStateWrites(runGraph, inputs, [...tracer.gradWrites.keys()].map((leaf) => ({ leaf })));
     const r0 = performance.now();
-    const outs = program ? program.run(inputs) : interpret(optimized, inputs);
+    const outs = program ? program.run(inputs) : interpret(runGraph, inputs);
     report.timings.firstRun += performance.now() - r0;
-    // give every live proxy of each output node its data
+    if (runtime.checkNumerics && program) checkOutputsFinite(this.name, outs);
+    // give every live proxy of each output node its data (and the autograd node of a result that needs one)
     // values CSE merged (e.g. every Adam step counter starts as 0 + 1) still become separate
     // tensors: each distinct traced value gets its own memory
     const given = new Set<unknown>();
@@ -575,15 +702,51 @@ export class CompiledFunction {
       for (const p of tracer.proxies.get(id) ?? []) {
         if (!p.isDisposed && p.trace?.id === id && p.trace.tracer === tracer) {
           p.materialize(out.storage, out.strides, out.offset);
+          tracer.materialized.add(p);
+          if (joint && out.gradFn && p.requiresGrad) p.setGradFn(out.gradFn, out.gradSlot);
         }
       }
     });
     for (const t of new Set([...outs, ...made])) t.dispose();
-    return { graph: optimized, program, idMap };
+    return { graph: runGraph, program, idMap, interpreted, key };
+  }
+
+  /** Compiles a partitioned joint graph into a forward/backward pair (AOTAutograd). */
+  private makeAot(part: Partition, original: Graph, fwdOutputs: readonly number[], joint: JointTrace, report: CompileReport): AotProgram {
+    const fwd = makeProgram(part.fwd, this.opts, report);
+    const bwd = makeProgram(part.bwd, this.opts, report);
+    const inputs = forwardInputs(original);
+    counters.aotCompiles++;
+    log('aot', () => `${this.name}: forward ${part.fwd.opCount} ops, backward ${part.bwd.opCount} ops\n  ${part.summary.replace(/\n/g, '\n  ')}`);
+    return new AotProgram(this.name, fwd, bwd, part, fwdOutputs.length,
+      joint.diffResults.map((id) => fwdOutputs.indexOf(id)), joint.grads.map((g) => inputs.indexOf(g.input)));
   }
 }
 
-export type Runnable = Program | FusedProgram | DynamicProgram;
+/** Reports a compiled graph (explain, logs, debug dumps); the printed forms are made when read. */
+function recordGraph(fnName: string, report: CompileReport, graph: Graph, program: Runnable | null, key: string, dyn: DynamicPlan | null, partition: string | null): void {
+  const fused = program instanceof FusedProgram || program instanceof DynamicProgram ? program : null;
+  // printing a program's kernels is text for every kernel, work a first call should not pay for
+  let text: string | undefined, printed: string | undefined;
+  const graphText = () => (text ??= dyn ? printGraph(dyn.graph) : printGraph(graph));
+  const programText = () => (program ? (printed ??= program.print()) : undefined);
+  report.graphs.push({
+    get text() { return graphText(); },
+    get program() { return programText(); },
+    get fusion() { return fused ? formatDecisions(fused.lowered.decisions) : undefined; },
+    ops: graph.opCount, key, kernels: fused?.kernels.length, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
+    ...(partition ? { partition } : {}),
+  });
+  log('graph', graphText);
+  debugDump(fnName, graph.name, { get 'graph.txt'() { return graphText(); }, get 'program.txt'() { return programText() ?? '(eager backend: node by node)'; }, ...(partition ? { 'partition.txt': partition } : {}) });
+}
+
+/** A graph's input nodes other than a joint trace's tangents (the forward's inputs, in order). */
+function forwardInputs(g: Graph): number[] {
+  return g.inputNodes.filter((n) => !isTangent(n)).map((n) => n.id);
+}
+
+export type { Runnable } from './runnable.js';
 
 /** Time makeProgram records as stages of its own (report.timings.passes). */
 function stagedMs(report: CompileReport): number {
@@ -609,11 +772,13 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const lowered = hit?.lowered ?? lower(graph);
       if (!hit) {
         dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
+        if ((kernelBackend ?? runtime.backend).attentionKernels) fuseAttention(lowered);
         groupHorizontally(lowered);
       }
       // a cache hit's time is reading and decoding the stored program, not lowering
       const stage = hit ? 'cached_program' : 'lower';
       report.timings.passes[stage] = (report.timings.passes[stage] ?? 0) + performance.now() - t0;
+      profileSpan('compile', stage, t0, { graph: graph.name });
       // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
       const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' && !hit, kernelBackend });
       if (hit) hit.done(p);
@@ -630,15 +795,57 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       });
       return p;
     } catch (e) {
-      // a kernel backend's own failure (e.g. the C compiler rejected the code) is reported, not hidden
-      if (kernelBackend && e instanceof KilnError) throw e;
-      log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${(e as Error).message}`);
+      // a bug in lowering or code generation surfaces, and so does a kernel backend's own
+      // failure (e.g. the C compiler rejected the code); only a typed refusal of the JS
+      // renderer falls back, counted and warned about (an error under fullgraph)
+      if (!(e instanceof KilnError) || kernelBackend) throw e;
+      if (opts.fullgraph) throw new GraphBreakError(`${graph.name} could not be fused: ${e.message}`, 'fullgraph forbids running recorded eager kernels instead; compile without fullgraph to fall back, or report the graph (KILN_LOGS=graph)');
       counters.fusionFallbacks++;
+      log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${e.message}`);
+      warnOnce(`fusion:${report.name}`, `${report.name}: a graph could not be fused and runs recorded eager kernels instead (slower): ${e.message.split('\n')[0]}. kiln.stats().fusionFallbacks counts these.`);
     }
   }
   const p = buildProgram(graph, runtime.backend, { persistentScratch: opts.mode === 'reduce-overhead' });
   log('output_code', () => `${graph.name}:\n${p.print()}`);
   return p;
+}
+
+/** A replay that runs node by node with autograd: counted, and warned about once per function and reason. */
+function countInterpreted(fn: string, why: string): void {
+  counters.interpretedReplays++;
+  const reason = `${fn}: ${why}`;
+  if (!counters.interpretedReasons.includes(reason) && counters.interpretedReasons.length < 100) counters.interpretedReasons.push(reason);
+  warnOnce(`interpreted:${reason}`, `${fn} replays node by node with eager kernels and autograd (slow): ${why}. kiln.stats().interpretedReplays counts these replays.`);
+}
+
+/** The .grad a traced backward gave the argument proxies (now with data) goes to the caller's tensors, as eager would set it. */
+function handArgGrads(tracer: Tracer, args: readonly unknown[], names: readonly string[]): void {
+  let leaves: Map<string, unknown> | null = null;
+  for (const proxy of tracer.gradWrites.keys()) {
+    const path = tracer.argPathOf(proxy);
+    if (path === undefined) continue;
+    leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
+    const t = leaves.get(path) as Tensor;
+    const g = proxy.grad;
+    proxy.grad = null; // the proxy's disposal would take its grad along
+    if (t.grad === g) continue;
+    const old = t.grad;
+    t.grad = g && g.hasStorage ? keep(g) : null;
+    if (old && old !== t.grad) old.dispose();
+  }
+}
+
+/** The shapes of a call's tensor arguments, as one string. */
+function shapeSignature(args: readonly unknown[], names: readonly string[]): string {
+  return argLeaves(args, names).map((l) => (l.value instanceof Tensor ? `${l.path}[${l.value.shape.join(',')}]` : '')).join(';');
+}
+
+/** The tensors in a result (nested in arrays and plain objects). */
+function collectTensors(v: unknown, into: Tensor[] = [], depth = 0): Tensor[] {
+  if (v instanceof Tensor) into.push(v);
+  else if (depth < 6 && Array.isArray(v)) v.forEach((x) => collectTensors(x, into, depth + 1));
+  else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => collectTensors(x, into, depth + 1));
+  return into;
 }
 
 function dedupe(ids: number[]): number[] {
@@ -674,7 +881,9 @@ function resolveInputs(graph: Graph, args: readonly unknown[], names: readonly s
     leaves ??= new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
     const t = leaves.get(src.path);
     if (!(t instanceof Tensor)) throw new Error(`kiln internal: argument ${src.path} is not a tensor`);
-    return t;
+    if (!src.grad) return t;
+    if (!t.grad) throw new Error(`kiln internal: argument ${src.path} has no .grad`);
+    return t.grad;
   });
 }
 
@@ -702,6 +911,10 @@ interface TraceRun {
   scope: SteppedScope | null;
   /** whether the tracer (and the scope) is installed now: the user's code is running */
   installed: boolean;
+  /** tracer.gradWrites.size when the current segment started (a segment that ran backward gets no compiled backward) */
+  gradWritesBefore: number;
+  /** the entry this trace checks (its graph must come out the same) */
+  readonly checking: Entry | null;
 }
 
 /** The tracer records ops, .grad writes and postponed disposals while the user's code runs. */

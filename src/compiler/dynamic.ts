@@ -23,6 +23,8 @@ import { probeGrid, symEval, symToString, symVar, type Sym } from './symbolic.js
 import { specializeTree, treesEqual, unifyTrees, UnifyError } from './dynamic-unify.js';
 import { DynamicProgram, type SymbolSource } from './dynamic-program.js';
 import { log } from './logs.js';
+import { traceJoint } from './aot/joint.js';
+import { partitionJoint, type Partition } from './aot/partition.js';
 
 // ---- marks ----
 
@@ -70,8 +72,19 @@ export interface DynDim {
 /** Guard spec of a dynamic entry: per arg path, per dim, its symbol and range. */
 export type DynGuardSpec = Map<string, Map<number, { sym: number; name: string; min: number; max: number }>>;
 
+/** The dynamic forward/backward pair of a joint trace (AOTAutograd). */
+export interface DynamicAot {
+  readonly fwd: DynamicProgram;
+  readonly bwd: DynamicProgram;
+  /** the symbolic joint graph partitioned as the probes were: saved values, printers */
+  readonly partition: Partition;
+  readonly nForward: number;
+}
+
 export interface DynamicPlan {
   readonly program: DynamicProgram;
+  /** set when the probes traced the backward too: `program` is its forward */
+  readonly aot: DynamicAot | null;
   readonly graph: Graph;
   readonly symbols: readonly SymbolSource[];
   readonly guardSpec: DynGuardSpec;
@@ -132,6 +145,8 @@ export function planDynamic(ctx: {
   kernelBackend?: Backend;
   /** reduce-overhead: per-size programs recycle their outputs (and prerecord where the backend can) */
   reuseOutputs?: boolean;
+  /** trace the backward of results that require grad too (AOTAutograd, aot/joint.ts) */
+  aot?: boolean;
 }): DynamicPlan | { failed: string } {
   let syms = groupSymbols(ctx.dims);
   if (syms.length > 4) return { failed: `${syms.length} distinct dynamic sizes; at most 4 are supported (mark the others static)` };
@@ -176,40 +191,59 @@ function tryPlan(ctx: Parameters<typeof planDynamic>[0], syms: readonly SymDef[]
   }
   const grid = probeGrid(values);
   const hint = syms.map((_, i) => HINTS[i]!);
-  const graphs: Graph[] = [];
+  const probes: ProbedGraph[] = [];
   try {
-    for (const pt of grid) graphs.push(probeTrace(ctx, syms, pt));
+    for (const pt of grid) probes.push(probeTrace(ctx, syms, pt));
   } catch (e) {
     return { failed: `tracing at probe sizes failed: ${(e as Error).message}` };
   }
+  const graphs = probes.map((p) => p.graph);
+  const nForward = probes[0]!.nForward;
   let symNodes: Graph['nodes'];
   let rest: { outputs: number[]; mutations: Graph['mutations']; gradEffects: Graph['gradEffects'] };
   try {
     if (!graphs.every((g) => g.nodes.length === graphs[0]!.nodes.length)) throw new UnifyError('$', `the graph has ${graphs.map((g) => g.nodes.length).join(' / ')} nodes at different sizes (the code branches on a size)`);
+    if (!probes.every((p) => p.nForward === nForward)) throw new UnifyError('$', 'the results require grad at some sizes only');
     symNodes = unifyTrees(graphs.map((g) => g.nodes), values, hint);
     rest = unifyTrees(graphs.map((g) => ({ outputs: g.outputs, mutations: g.mutations, gradEffects: g.gradEffects })), values, hint);
   } catch (e) {
     return { failed: describe(e, graphs[0]!) };
   }
   if (dry) return DRY_OK;
+  // a joint trace is partitioned once (its choices depend on sizes through bytes) and every probe the same way
+  let parts: Partition[] | null = null;
+  if (nForward !== null) {
+    const first = partitionJoint(graphs[0]!, nForward);
+    if (first.unsupported) return { failed: first.unsupported };
+    parts = graphs.map((g, i) => (i === 0 ? first : partitionJoint(g, nForward, first.decision)));
+  }
   // symbols are read from the program's inputs at call time
-  const inputs = graphs[0]!.inputNodes;
+  const inputs = (parts ? parts[0]!.fwd : graphs[0]!).inputNodes;
   const symbols: SymbolSource[] = [];
   for (let i = 0; i < k; i++) {
-    const at = syms[i]!.dims.map((d) => ({ d, input: inputs.findIndex((n) => n.source?.kind === 'arg' && n.source.path === d.path) })).find((x) => x.input >= 0);
+    const at = syms[i]!.dims.map((d) => ({ d, input: inputs.findIndex((n) => n.source?.kind === 'arg' && !n.source.grad && n.source.path === d.path) })).find((x) => x.input >= 0);
     if (!at) return { failed: `size s${i} (${syms[i]!.dims[0]!.path} dim ${syms[i]!.dims[0]!.dim}) is read in JavaScript but its tensor is not used by the graph` };
     symbols.push({ name: `s${i}`, input: at.input, dim: at.d.dim, label: `arg ${at.d.path} dim ${at.d.dim}` });
   }
-  let lowered: Lowered;
-  try {
-    const lows = graphs.map((g) => {
+  const lowerAll = (gs: readonly Graph[]): Lowered => {
+    const lows = gs.map((g) => {
       const l = lower(g);
       dropDeadStores(l, new Set(l.outputs.map((o) => o.buf)));
       groupHorizontally(l);
       return l;
     });
-    const { decisions } = lows[0]!;
-    lowered = { ...unifyTrees(lows.map((l) => ({ steps: l.steps, buffers: l.buffers, inputBuffers: l.inputBuffers, outputs: l.outputs })), values, hint), decisions };
+    return { ...unifyTrees(lows.map((l) => ({ steps: l.steps, buffers: l.buffers, inputBuffers: l.inputBuffers, outputs: l.outputs })), values, hint), decisions: lows[0]!.decisions, nodeOps: lows[0]!.nodeOps };
+  };
+  let lowered: Lowered;
+  let bwdLowered: Lowered | null = null;
+  let bwdSymbols: SymbolSource[] | null = null;
+  try {
+    lowered = lowerAll(parts ? parts.map((p) => p.fwd) : graphs);
+    if (parts) {
+      bwdLowered = lowerAll(parts.map((p) => p.bwd));
+      bwdSymbols = symbolsByValue(parts.map((p) => p.bwd), grid, symbols);
+      if (!bwdSymbols) return { failed: 'the backward takes no input whose size is a dynamic size' };
+    }
   } catch (e) {
     return { failed: e instanceof UnifyError ? `the lowered program depends on the size in a way kernels cannot take as a parameter (${e.message})` : `lowering failed: ${(e as Error).message}` };
   }
@@ -230,19 +264,46 @@ function tryPlan(ctx: Parameters<typeof planDynamic>[0], syms: readonly SymDef[]
   const real = syms.map((s) => s.value);
   let verified: boolean;
   try {
-    const g = probeTrace(ctx, syms, real);
+    const g = probeTrace(ctx, syms, real).graph;
     verified = sameAtSizes(graph, g, real);
   } catch {
     verified = false;
   }
   if (!verified) return { failed: 'the graph at the traced size differs from the symbolic graph at that size (the code treats this size specially)' };
-  const program = new DynamicProgram(lowered, ctx.backend, symbols, { kernelBackend: ctx.kernelBackend, name: ctx.name, reuseOutputs: ctx.reuseOutputs });
+  const opts = { kernelBackend: ctx.kernelBackend, name: ctx.name, reuseOutputs: ctx.reuseOutputs };
+  const program = new DynamicProgram(lowered, ctx.backend, symbols, opts);
+  const aot = parts && nForward !== null ? { fwd: program, bwd: new DynamicProgram(bwdLowered!, ctx.backend, bwdSymbols!, opts), partition: partitionJoint(graph, nForward, parts[0]!.decision), nForward } : null;
   const notes = syms.map((s, i) => `s${i} = ${s.dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(' = ')} (${s.dims[0]!.why}; ${s.min} <= s${i}${s.max < Number.MAX_SAFE_INTEGER ? ` <= ${s.max}` : ''}; traced at ${s.value})`);
   return {
-    program, graph, symbols, guardSpec, notes, used: false,
+    program, aot, graph, symbols, guardSpec, notes, used: false,
     // the real trace (constant folding included) binds the same inputs in the same order
     matches: (g) => sameInputs(graph, g),
   };
+}
+
+/**
+ * Where each size symbol is read in a family of graphs (one per probe point): the first input
+ * dim that equals the symbol at every point (a backward's tangents and saved values carry the
+ * batch size). Null when some symbol appears in no input.
+ */
+function symbolsByValue(graphs: readonly Graph[], grid: readonly (readonly number[])[], named: readonly SymbolSource[]): SymbolSource[] | null {
+  const inputs = graphs.map((g) => g.inputNodes);
+  const out: SymbolSource[] = [];
+  for (let i = 0; i < named.length; i++) {
+    let found: SymbolSource | null = null;
+    for (let k = 0; k < inputs[0]!.length && !found; k++) {
+      const rank = inputs[0]![k]!.meta.shape.length;
+      for (let d = 0; d < rank && !found; d++) {
+        if (inputs.every((ins, p) => ins[k]!.meta.shape[d] === grid[p]![i])) {
+          const src = inputs[0]![k]!.source;
+          found = { name: named[i]!.name, input: k, dim: d, label: `${src?.kind === 'arg' ? src.path : 'input'} dim ${d}` };
+        }
+      }
+    }
+    if (!found) return null;
+    out.push(found);
+  }
+  return out;
 }
 
 function sameInputs(a: Graph, b: Graph): boolean {
@@ -250,7 +311,7 @@ function sameInputs(a: Graph, b: Graph): boolean {
   return ia.length === ib.length && ia.every((n, i) => {
     const x = n.source!, y = ib[i]!.source!;
     if (x.kind !== y.kind) return false;
-    if (x.kind === 'arg') return x.path === (y as typeof x).path;
+    if (x.kind === 'arg') return x.path === (y as typeof x).path && !!x.grad === !!(y as typeof x).grad;
     if (x.kind === 'ref') return x.tensor === (y as typeof x).tensor;
     return x.leaf === (y as typeof x).leaf;
   });
@@ -278,18 +339,25 @@ function specializeGraphNodes(g: Graph, values: readonly number[]): unknown {
   return specializeTree({ nodes: g.nodes, outputs: g.outputs, mutations: g.mutations, gradEffects: g.gradEffects }, values);
 }
 
+/** A probe's graph; for a joint trace, how many of its outputs are the forward's (then the gradients). */
+interface ProbedGraph {
+  readonly graph: Graph;
+  readonly nForward: number | null;
+}
+
 /** Traces fn on proxies at probe sizes; runs nothing and leaves no trace behind. */
-function probeTrace(ctx: Parameters<typeof planDynamic>[0], syms: readonly SymDef[], pt: readonly number[]): Graph {
+function probeTrace(ctx: Parameters<typeof planDynamic>[0], syms: readonly SymDef[], pt: readonly number[]): ProbedGraph {
   const sizeOf = new Map<string, number>();
   syms.forEach((s, i) => s.dims.forEach((d) => sizeOf.set(dimKey(d.path, d.dim), pt[i]!)));
-  return probeGraph(ctx, sizeOf).graph;
+  const { graph, nForward } = probeGraph(ctx, sizeOf);
+  return { graph, nForward };
 }
 
 /**
  * Traces fn on proxies with some argument dims replaced (`sizeOf`: arg path # dim -> size);
  * runs nothing. `leaves[i]` is the graph output index of the i-th tensor of the result.
  */
-export function probeGraph(ctx: { fn: (...a: unknown[]) => unknown; args: readonly unknown[]; names: readonly string[]; name: string }, sizeOf: ReadonlyMap<string, number>): { graph: Graph; leaves: number[] } {
+export function probeGraph(ctx: { fn: (...a: unknown[]) => unknown; args: readonly unknown[]; names: readonly string[]; name: string; aot?: boolean }, sizeOf: ReadonlyMap<string, number>): { graph: Graph; leaves: number[]; nForward: number | null } {
   const tracer = new Tracer(ctx.name, () => {
     throw new ProbeAbort('a graph break (a tensor value is read, or an explicit break)');
   });
@@ -309,9 +377,14 @@ export function probeGraph(ctx: { fn: (...a: unknown[]) => unknown; args: readon
     if (escaped.length) throw new ProbeAbort('tensors created while tracing escape the function');
     const g = tracer.graph;
     g.outputs = [...new Set([...ids, ...gradIds])];
+    const leaves = ids.map((id) => g.outputs.indexOf(id));
+    // as the driver does (compile.ts traceBackward): results that require grad get their backward traced
+    const roots = ctx.aot && tracer.gradWrites.size === 0 ? collectTensors(result).filter((t) => t.requiresGrad && t.trace?.tracer === tracer) : [];
+    const nForward = roots.length ? g.outputs.length : null;
+    if (roots.length) g.outputs = [...g.outputs, ...traceJoint(tracer, roots).grads.map((x) => x.value)];
     // no constant folding: it folds small size-dependent constants (a causal mask) into data,
     // so the graph's structure would depend on the size; CSE and DCE do not
-    return { graph: deadCodeElimination(commonSubexpressionElimination(g)), leaves: ids.map((id) => g.outputs.indexOf(id)) };
+    return { graph: deadCodeElimination(commonSubexpressionElimination(g)), leaves, nForward };
   } finally {
     runtime.tracer = null;
     tensorHooks.onGradWrite = prev.onGradWrite;
@@ -337,6 +410,13 @@ function proxify(v: unknown, path: string, tracer: Tracer, sizeOf: ReadonlyMap<s
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, proxify(x, `${path}.${k}`, tracer, sizeOf, standIns, depth + 1)]));
   }
   return v;
+}
+
+function collectTensors(v: unknown, into: Tensor[] = [], depth = 0): Tensor[] {
+  if (v instanceof Tensor) into.push(v);
+  else if (depth < 6 && Array.isArray(v)) v.forEach((x) => collectTensors(x, into, depth + 1));
+  else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => collectTensors(x, into, depth + 1));
+  return into;
 }
 
 function collect(v: unknown, tracer: Tracer, into: number[], depth = 0): void {

@@ -73,6 +73,8 @@ export function formatExplain(r: CompileReport): string {
     // how the program runs when it is not the plain kernel list (e.g. WebGPU prerecording)
     const mode = g.program?.split('\n').find((l) => l.startsWith('reduce-overhead: '));
     if (mode) lines.push(`    ${mode}`);
+    // a compiled forward/backward pair: what the forward saves and the backward recomputes
+    if (g.partition) lines.push('    partition (forward -> backward):', ...g.partition.split('\n').map((l) => `      ${l}`));
   });
   if (r.guards.length) {
     lines.push('  guards:');

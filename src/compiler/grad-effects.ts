@@ -4,7 +4,7 @@
 import { copy } from '../ops/pointwise.js';
 import { keep } from '../tensor/scope.js';
 import type { Tensor } from '../tensor/tensor.js';
-import type { Guard } from './guards.js';
+import { argLeaves, type Guard } from './guards.js';
 import type { Tracer } from './tracer.js';
 
 /** A leaf whose .grad a graph sets: to its output `outputIndex`, or to null. */
@@ -13,14 +13,34 @@ export interface GradEffectOf {
   readonly outputIndex: number | null;
 }
 
+/** An argument (at `path`) whose .grad a graph sets: each call's own argument receives it. */
+export interface ArgGradEffect {
+  readonly path: string;
+  readonly outputIndex: number | null;
+}
+
+/** The arguments' grad effects of one call, as effects on its tensors. */
+export function bindArgGrads(effects: readonly ArgGradEffect[], args: readonly unknown[], names: readonly string[]): GradEffectOf[] {
+  const leaves = new Map(argLeaves(args, names).map((l) => [l.path, l.value]));
+  return effects.map((e) => ({ leaf: leaves.get(e.path) as Tensor, outputIndex: e.outputIndex }));
+}
+
 /**
  * A backward that accumulated into a leaf whose .grad was null (not cleared first) assumed
  * it was null: if a later call finds a grad there, replay would overwrite instead of add.
  */
-export function gradStateGuards(tracer: Tracer): Guard[] {
+export function gradStateGuards(tracer: Tracer, args: readonly unknown[], names: readonly string[]): Guard[] {
   const out: Guard[] = [];
+  const readers = new Map(argLeaves(args, names).map((l) => [l.path, l.read]));
   for (const [leaf, w] of tracer.gradWrites) {
     if (w.initial !== null || w.first === null) continue;
+    const path = tracer.argPathOf(leaf);
+    if (path !== undefined) {
+      // an argument's .grad: checked on each call's own argument
+      const read = readers.get(path)!;
+      out.push({ text: `arg ${path}.grad is null`, check: (a) => ((read(a) as Tensor | undefined)?.grad ? `arg ${path}.grad is no longer null (backward would accumulate into it)` : null) });
+      continue;
+    }
     const label = leaf.name ?? `tensor#${leaf.id}`;
     out.push({ text: `${label}.grad is null`, check: () => (leaf.grad === null ? null : `${label}.grad is no longer null (backward would accumulate into it)`) });
   }

@@ -8,7 +8,8 @@ import type { Tensor } from '../tensor/tensor.js';
 import { symToString, type Sym } from './symbolic.js';
 
 export type InputSource =
-  | { readonly kind: 'arg'; readonly path: string }
+  /** a tensor argument at `path`, or (`grad`) the .grad that argument had when called */
+  | { readonly kind: 'arg'; readonly path: string; readonly grad?: true }
   /** a tensor the function reads but did not receive as an argument (parameter, buffer, state) */
   | { readonly kind: 'ref'; readonly tensor: Tensor; readonly label: string }
   /** the current .grad of a leaf (grads are new tensors every step: captured by owner) */
@@ -92,7 +93,7 @@ export function printGraph(g: Graph): string {
   for (const n of g.nodes) {
     let rhs: string;
     if (n.op === 'input') {
-      rhs = n.source?.kind === 'arg' ? `input ${n.source.path}` : `captured ${n.source?.label ?? '?'}`;
+      rhs = n.source?.kind === 'arg' ? `input ${n.source.path}${n.source.grad ? '.grad' : ''}` : `captured ${n.source?.label ?? '?'}`;
     } else {
       // pointwise attrs print their operands ($k = k-th input); others print after the inputs
       const attrText = fmtAttrs(n);
@@ -112,7 +113,7 @@ export function printGraph(g: Graph): string {
 export function graphKey(g: Graph): string {
   const parts: string[] = [];
   for (const n of g.nodes) {
-    const src = n.source ? (n.source.kind === 'arg' ? `arg:${n.source.path}` : n.source.kind) : '';
+    const src = n.source ? (n.source.kind === 'arg' ? `arg:${n.source.path}${n.source.grad ? '.grad' : ''}` : n.source.kind) : '';
     parts.push(`${n.op}(${n.inputs.join(',')})${src}|${fmtMeta(n.meta)}|${n.meta.strides.join(',')}@${n.meta.offset}|${attrKey(n.attrs)}|${n.requiresGrad ? 'g' : ''}`);
   }
   parts.push(`out:${g.outputs.join(',')}`);

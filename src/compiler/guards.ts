@@ -92,7 +92,7 @@ function tensorGuards(label: string, read: () => unknown, t: Tensor, path?: stri
 }
 
 /** Guards on the arguments, captured tensors, grad mode and module training flags. */
-export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; constructor: { name: string } }[], dynamic?: ReadonlyMap<string, DynDims>): Guard[] {
+export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; readonly hooksVersion?: number; constructor: { name: string } }[], dynamic?: ReadonlyMap<string, DynDims>): Guard[] {
   const guards: Guard[] = [];
   for (const leaf of argLeaves(args, names)) {
     const v = leaf.value;
@@ -123,8 +123,14 @@ export function buildGuards(args: readonly unknown[], names: readonly string[], 
       });
     }
   }
+  const readers = new Map(argLeaves(args, names).map((l) => [l.path, l.read]));
   for (const n of graph.inputNodes) {
     const src = n.source!;
+    if (src.kind === 'arg' && src.grad) {
+      // an argument's .grad the function accumulates into: it must still be there, alike
+      const read = readers.get(src.path)!;
+      guards.push(...tensorGuards(`arg ${src.path}.grad`, () => (read(currentArgs) as Tensor | undefined)?.grad, (read(args) as Tensor).grad!));
+    }
     if (src.kind === 'ref') guards.push(...tensorGuards(`captured ${src.label}`, () => src.tensor, src.tensor));
     if (src.kind === 'grad') {
       const g = src.leaf.grad!;
@@ -136,8 +142,44 @@ export function buildGuards(args: readonly unknown[], names: readonly string[], 
   modules.forEach((m, i) => {
     const t = m.training;
     guards.push({ text: `module ${i} (${m.constructor.name}).training == ${t}`, check: () => (m.training === t ? null : `module ${m.constructor.name} training flag changed: expected ${t}, got ${m.training}`) });
+    // forward hooks run while tracing only: one added or removed must retrace
+    const h = m.hooksVersion;
+    if (h !== undefined) guards.push({ text: `module ${i} (${m.constructor.name}).hooksVersion == ${h}`, check: () => (m.hooksVersion === h ? null : `module ${m.constructor.name} forward hooks changed`) });
   });
   return guards;
+}
+
+/**
+ * Guards on the configuration modules keep in plain properties (a scale, eps, a flag, a mode
+ * string, kernel sizes): replay does not run forward(), so a trace read them once; as Dynamo
+ * guards module attributes, a change recompiles with the attribute named instead of replaying
+ * the stale value. Own enumerable numbers, strings, booleans and number arrays, per module.
+ */
+export function moduleAttributeGuards(modules: readonly (readonly [string, object])[]): Guard[] {
+  const guards: Guard[] = [];
+  for (const [path, m] of modules) {
+    const attrs = Object.entries(m).filter(([k, v]) => k !== 'training' && isPlainConfig(v)).map(([k, v]) => [k, Array.isArray(v) ? [...v] : v] as const);
+    if (attrs.length === 0) continue;
+    const label = `module ${path || '(root)'} (${m.constructor.name})`;
+    const shown = attrs.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ');
+    guards.push({
+      text: `${label} attributes ${shown}`,
+      check: () => {
+        const o = m as Record<string, unknown>;
+        for (const [k, v] of attrs) {
+          const now = o[k];
+          const same = Array.isArray(v) ? Array.isArray(now) && now.length === v.length && v.every((x, i) => Object.is(x, now[i])) : Object.is(now, v);
+          if (!same) return `${label}.${k} changed: expected ${JSON.stringify(v)}, got ${JSON.stringify(now)} (the trace read it; replay would reuse the old value)`;
+        }
+        return null;
+      },
+    });
+  }
+  return guards;
+}
+
+function isPlainConfig(v: unknown): boolean {
+  return typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || (Array.isArray(v) && v.length <= 16 && v.every((x) => typeof x === 'number'));
 }
 
 // tensor guards read args through closures; the checker sets the current call's args

@@ -1,6 +1,6 @@
-// KILN_LOGS=graph_breaks,recompiles,guards,graph,output_code,perf (or kiln.compiler.setLogs).
+// KILN_LOGS=graph_breaks,recompiles,guards,graph,output_code,perf,fusion,cache,aot (or kiln.compiler.setLogs).
 
-export const LOG_CHANNELS = ['graph_breaks', 'recompiles', 'guards', 'graph', 'output_code', 'perf', 'fusion', 'cache'] as const;
+export const LOG_CHANNELS = ['graph_breaks', 'recompiles', 'guards', 'graph', 'output_code', 'perf', 'fusion', 'cache', 'aot'] as const;
 export type LogChannel = (typeof LOG_CHANNELS)[number];
 
 const env = typeof process !== 'undefined' ? process.env?.KILN_LOGS : undefined;

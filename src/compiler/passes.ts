@@ -10,6 +10,7 @@ import type { Backend } from '../backend/backend.js';
 import { JsBackend } from '../backend/js/index.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { Graph, type GraphNode } from './graph.js';
+import { profileSpan } from '../core/profiling.js';
 
 const FOLD_LIMIT = 4096;
 const NEVER_FOLD = new Set(['input', 'random']);
@@ -46,8 +47,10 @@ export function deadCodeElimination(g: Graph): Graph {
   g.outputs.forEach(mark);
   g.mutations.forEach((m) => (mark(m.value), mark(m.target)));
   g.gradEffects.forEach((e) => (mark(e.leaf), e.value !== null && mark(e.value)));
-  // inputs stay: they are bound by position
-  return rebuild(g, (n) => live.has(n.id) || n.op === 'input', new Map());
+  // inputs stay (they are bound by position), but an argument's .grad nothing reads (it was
+  // captured in case a backward inside the function accumulates into it) goes with its guard
+  const optional = (n: GraphNode) => n.source?.kind === 'arg' && n.source.grad === true;
+  return rebuild(g, (n) => live.has(n.id) || (n.op === 'input' && !optional(n)), new Map());
 }
 
 export function commonSubexpressionElimination(g: Graph): Graph {
@@ -140,6 +143,7 @@ export function runPasses(g: Graph, timings: PassTimings): Graph {
     const t0 = performance.now();
     cur = pass(cur);
     timings[name] = (timings[name] ?? 0) + performance.now() - t0;
+    profileSpan('compile', name, t0, { graph: g.name });
   }
   return cur;
 }

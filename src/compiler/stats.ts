@@ -16,12 +16,22 @@ export interface CompilerStats {
   cacheHits: number;
   /** calls that had to trace */
   cacheMisses: number;
+  /** replays traced once more to confirm the graph had not changed (the `check` compile option) */
+  traceChecks: number;
   /** segments of graph-break functions found by structure */
   segmentHits: number;
   graphsCompiled: number;
   compileTimeMs: number;
   /** graphs whose fusion failed and that run recorded eager kernels instead (each logged) */
   fusionFallbacks: number;
+  /**
+   * replays that ran the graph node by node with eager kernels and autograd instead of a compiled
+   * program (backend 'eager' excepted), with why in interpretedReasons; each cause warns once
+   */
+  interpretedReplays: number;
+  interpretedReasons: string[];
+  /** compiled forward/backward pairs (AOTAutograd: results that require grad, backward outside) */
+  aotCompiles: number;
   /** what backend: 'auto' chose in this process, and why (null: never asked) */
   autoBackend: { chosen: string; reason: string } | null;
   /** the persistent compile cache (src/compiler/cache; Node, after importing 'kilnjs/node') */
@@ -76,7 +86,7 @@ export interface CacheStats {
 }
 
 function fresh(): CompilerStats {
-  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
+  return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, traceChecks: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, interpretedReplays: 0, interpretedReasons: [], aotCompiles: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, compileMsSaved: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
 }
 
 export let counters: CompilerStats = fresh();

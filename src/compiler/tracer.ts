@@ -29,6 +29,10 @@ export class Tracer implements TraceHook {
   readonly proxies = new Map<number, Tensor[]>();
   /** leaves whose .grad the function assigned, in order of first write, with that first write */
   readonly gradWrites = new Map<Tensor, { initial: Tensor | null; first: Tensor | null }>();
+  /** proxies of arguments that require grad, by path */
+  private readonly argPaths = new Map<Tensor, string>();
+  /** handles autograd saved for backward (not the user's): a compiled backward replaces what they serve */
+  private readonly internalAliases = new Set<Tensor>();
   /** concrete tensors disposed while tracing, released after the segment ran */
   readonly deferred: Tensor[] = [];
   segment = 0;
@@ -49,8 +53,41 @@ export class Tracer implements TraceHook {
     this.valueOf.set(t, node.id);
     this.inputOf.set(t, node.id);
     const proxy = this.makeProxy(node, t);
-    if (t.requiresGrad) proxy.requiresGrad = true;
+    if (t.requiresGrad) {
+      proxy.requiresGrad = true;
+      this.argPaths.set(proxy, path);
+      if (t.grad) {
+        // a backward inside the function accumulates into the argument's current .grad: it is an input
+        const g = this.graph.add({ op: 'input', inputs: [], meta: metaOf(t.grad), source: { kind: 'arg', path, grad: true }, requiresGrad: false });
+        proxy.grad = this.makeProxy(g, t.grad);
+        this.gradWrites.delete(proxy);
+      }
+    }
     return proxy;
+  }
+
+  /** The argument path of a proxy the function received (a leaf whose .grad lands on the caller's tensor). */
+  argPathOf(proxy: Tensor): string | undefined {
+    return this.argPaths.get(proxy);
+  }
+
+  /** An input node the compiler adds (a backward's tangents, path '@tangent[i]'): contiguous, no tensor behind it. */
+  extraInput(path: string, shape: readonly number[], dtype: Tensor['dtype']): Tensor {
+    const node = this.graph.add({
+      op: 'input', inputs: [], meta: { shape, dtype, strides: contiguousStrides(shape), offset: 0 }, source: { kind: 'arg', path }, requiresGrad: false,
+    });
+    return this.makeProxy(node);
+  }
+
+  /** The input node of a tensor the function received or captured (undefined for values it made). */
+  inputNodeOf(t: Tensor): number | undefined {
+    if (t.trace) return t.trace.tracer === this && this.graph.nodes[t.trace.id]?.op === 'input' ? t.trace.id : undefined;
+    return this.inputOf.get(t.aliasOf && !t.aliasOf.isDisposed ? t.aliasOf : t);
+  }
+
+  /** Captured concrete tensors that carry autograd history of their own (made by eager code, or an earlier segment). */
+  capturedWithHistory(): { tensor: Tensor; input: number }[] {
+    return [...this.inputOf].filter(([t]) => t.gradFn !== null).map(([tensor, input]) => ({ tensor, input }));
   }
 
   /** The node that holds a tensor's current value, capturing concrete tensors by reference. */
@@ -88,11 +125,16 @@ export class Tracer implements TraceHook {
     const m = node.meta;
     const p = new Tensor(null, m.shape, like ? like.strides : m.strides, like ? like.offset : m.offset, m.dtype);
     p.trace = { tracer: this, id: node.id };
-    this.adopt(p);
+    this.track(p);
     return p;
   }
 
-  adopt(alias: Tensor): void {
+  adopt(alias: Tensor, internal: boolean): void {
+    if (internal) this.internalAliases.add(alias);
+    this.track(alias);
+  }
+
+  private track(alias: Tensor): void {
     const id = alias.trace!.id;
     let list = this.proxies.get(id);
     if (!list) this.proxies.set(id, (list = []));
@@ -108,6 +150,19 @@ export class Tracer implements TraceHook {
     return this.onBreak(this, { reason, tensor: t })!;
   }
 
+  /**
+   * A captured tensor's values read while tracing (a data-dependent op on a parameter or
+   * buffer, an item() on a closure variable): baked into the graph they would be stale once
+   * the tensor changes, so this is a graph break and the function's code runs on every call.
+   * Values this trace computed itself (materialized at an earlier break) are its own.
+   */
+  readsConcrete(t: Tensor, reason: string): void {
+    if (!this.materialized.has(t.aliasOf ?? t)) this.onBreak(this, { reason });
+  }
+
+  /** proxies given their data at a graph break (reading them again is no new break) */
+  readonly materialized = new WeakSet<Tensor>();
+
   mutate(dst: Tensor, src: Tensor): void {
     let value = src;
     if (!shapesEqual(value.shape, dst.shape)) value = apply(expandPrim, [value], { shape: dst.shape });
@@ -116,7 +171,7 @@ export class Tracer implements TraceHook {
     if (dst.trace) {
       // a write into a traced intermediate: later reads of this handle see the new value
       dst.trace = { tracer: this, id: valueId };
-      this.adopt(dst);
+      this.track(dst);
       return;
     }
     this.nodeOf(dst); // captures dst so the write has a target
@@ -137,12 +192,13 @@ export class Tracer implements TraceHook {
     this.valueOf.clear();
     this.inputOf.clear();
     this.proxies.clear();
+    this.internalAliases.clear();
   }
 
-  /** Live proxy handles of the current segment, by node. */
-  liveNodes(): number[] {
+  /** Nodes with a live proxy handle in the current segment (`userOnly`: not counting autograd's saved handles). */
+  liveNodes(userOnly = false): number[] {
     const ids: number[] = [];
-    for (const [id, list] of this.proxies) if (list.some((p) => !p.isDisposed && p.trace?.id === id)) ids.push(id);
+    for (const [id, list] of this.proxies) if (list.some((p) => !p.isDisposed && p.trace?.id === id && !(userOnly && this.internalAliases.has(p)))) ids.push(id);
     return ids.sort((a, b) => a - b);
   }
 }

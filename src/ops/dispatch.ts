@@ -9,10 +9,11 @@ import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
 import { ArgumentError, NumericsError, fmtShape } from '../core/errors.js';
 import { numel } from '../core/shape.js';
-import { GradNode, type BackwardFn, type Edge } from '../autograd/node.js';
+import { GradNode, edgeOf, type BackwardFn, type Edge } from '../autograd/node.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor, readHooks } from '../tensor/tensor.js';
+import { profiling } from '../core/profiling.js';
 
 export interface OutMeta {
   readonly shape: readonly number[];
@@ -41,10 +42,12 @@ export interface TraceHook {
   record<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, meta: OutMeta): Tensor;
   /** a read-out of a traced tensor: the tracer decides (graph break) and returns real data */
   concretize(t: Tensor, reason: string): TypedArray;
+  /** a read-out of a concrete tensor while tracing (a captured one's values would be frozen into the trace) */
+  readsConcrete(t: Tensor, reason: string): void;
   /** an in-place write of src into dst's memory */
   mutate(dst: Tensor, src: Tensor): void;
-  /** a second handle on a traced value (autograd's saved tensors) */
-  adopt(alias: Tensor): void;
+  /** a second handle on a traced value (`internal`: autograd's saved tensors, not the user's) */
+  adopt(alias: Tensor, internal: boolean): void;
 }
 
 export const runtime = {
@@ -111,6 +114,8 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
     // kernels may call ops for scratch work (a contiguous copy): never recorded by autograd
     const grad = isGradEnabled();
     setGradEnabled(false);
+    const sink = profiling.sink;
+    const t0 = sink ? sink.begin() : 0;
     try {
       prim.run!(inputs, out, attrs);
     } catch (e) {
@@ -118,6 +123,7 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
       throw e;
     } finally {
       setGradEnabled(grad);
+      if (sink) sink.endEager(prim.name, t0, { shape: meta.shape, dtype: meta.dtype });
     }
     if (runtime.checkNumerics && isFloat(meta.dtype)) {
       try {
@@ -139,7 +145,7 @@ export function allocate(backend: Backend, shape: readonly number[], dtype: DTyp
 function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, out: Tensor): void {
   const save = prim.saveInputs ?? true;
   const saved = inputs.map((t, i) => (save === true || (Array.isArray(save) && save.includes(i)) ? alias(t) : null));
-  const next: Edge[] = inputs.map((t) => (!t.requiresGrad ? null : t.gradFn ? { node: t.gradFn as GradNode } : { leaf: t }));
+  const next: Edge[] = inputs.map((t) => (t.requiresGrad ? edgeOf(t) : null));
   const node = new GradNode<A>(prim.name, prim.backward!, next, {
     inputs: saved,
     output: prim.saveOutput ? alias(out) : null,
@@ -147,7 +153,7 @@ function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, ou
     inputDTypes: inputs.map((t) => t.dtype),
     attrs,
     needsGrad: inputs.map((t) => t.requiresGrad),
-  });
+  }, runtime.tracer);
   node.savedVersions = [...saved, prim.saveOutput ? out : null].map((t) => (t && t.hasStorage ? t.storage.version : -1));
   out.setGradFn(node);
 }
@@ -157,7 +163,7 @@ export function alias(t: Tensor, internal = true): Tensor {
   if (!t.hasStorage) {
     const a = new Tensor(null, t.shape, t.strides, t.offset, t.dtype, internal);
     a.trace = t.trace;
-    runtime.tracer?.adopt(a);
+    runtime.tracer?.adopt(a, internal);
     return a;
   }
   const a = new Tensor(t.storage, t.shape, t.strides, t.offset, t.dtype, internal);
@@ -166,16 +172,16 @@ export function alias(t: Tensor, internal = true): Tensor {
 }
 
 function checkFinite(op: string, inputs: readonly Tensor[], out: Tensor): void {
-  const d = out.storage.backend.readSync(out.storage.buf);
+  assertFinite(op, out, `its ${out.dtype}${fmtShape(out.shape)} output (inputs: ${inputs.map((t) => `${t.dtype}${fmtShape(t.shape)}`).join(', ')})`, 'check the inputs of this op for NaN/Inf or out-of-domain values (log of <= 0, sqrt of < 0, division by 0)');
+}
+
+/** Throws a NumericsError naming `op` when the float tensor `t` holds NaN or Inf (setCheckNumerics). */
+export function assertFinite(op: string, t: Tensor, what: string, hint: string): void {
+  if (!isFloat(t.dtype)) return;
+  const d = readContiguous(t);
   for (let i = 0; i < d.length; i++) {
     const v = d[i]!;
-    if (v !== v || v === Infinity || v === -Infinity) {
-      throw new NumericsError(
-        `produced ${v} at flat index ${i} of its ${out.dtype}${fmtShape(out.shape)} output (inputs: ${inputs.map((t) => `${t.dtype}${fmtShape(t.shape)}`).join(', ')})`,
-        op,
-        'check the inputs of this op for NaN/Inf or out-of-domain values (log of <= 0, sqrt of < 0, division by 0)',
-      );
-    }
+    if (v !== v || v === Infinity || v === -Infinity) throw new NumericsError(`produced ${v} at flat index ${i} of ${what}`, op, hint);
   }
 }
 
@@ -186,6 +192,7 @@ export function readContiguous(t: Tensor, how = 'dataSync()'): TypedArray {
     if (!runtime.tracer) throw new ArgumentError('tensor has no data', 'read');
     return runtime.tracer.concretize(t, `${how} needs the value of a tensor ${fmtShape(t.shape)} (a tensor value was read)`);
   }
+  runtime.tracer?.readsConcrete(t, `${how} read the values of a captured tensor ${fmtShape(t.shape)}${t.name ? ` '${t.name}'` : ''}`);
   const src = t.storage.backend.readSync(t.storage.buf);
   const n = numel(t.shape);
   if (t.isContiguous) return src.slice(t.offset, t.offset + n);

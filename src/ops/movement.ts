@@ -1,14 +1,12 @@
 // Movement ops. reshape/view, permute, expand, slice, squeeze/unsqueeze are views on the
 // same storage (no copy) whenever the layout allows; their gradients move the gradient back.
 
-import type { DType } from '../core/dtype.js';
 import { ArgumentError, IndexError, ShapeError, fmtShape } from '../core/errors.js';
 import { inferReshape, normalizeDim, numel, shapesEqual, viewStrides } from '../core/shape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { apply, copyInto, type PrimDef, expectTensor } from './dispatch.js';
 import { copy } from './pointwise.js';
 import { sum } from './reduce.js';
-import { zeros } from './creation.js';
 
 // ---- reshape (a view when strides allow; the caller copies otherwise) ----
 
@@ -173,24 +171,33 @@ export const slicePrim: PrimDef<SliceAttrs> = {
     strides[a.dim] = x.strides[a.dim]! * a.step;
     return { shape, dtype: x.dtype, view: { strides, offset: x.offset + a.start * x.strides[a.dim]! } };
   },
-  backward: (g, ctx) => [sliceBackward(g, ctx.inputShapes[0]!, ctx.inputDTypes[0]!, ctx.attrs)],
+  backward: (g, ctx) => [sliceBackward(g, ctx.inputShapes[0]!, ctx.attrs)],
   saveInputs: false,
   formatAttrs: (a) => `dim=${a.dim}, ${a.start}:${a.end}${a.step !== 1 ? `:${a.step}` : ''}`,
 };
 
-function sliceBackward(g: Tensor, shape: readonly number[], dtype: DType, a: SliceAttrs): Tensor {
+function sliceBackward(g: Tensor, shape: readonly number[], a: SliceAttrs): Tensor {
   // a whole dim reversed (flip): reversing the gradient puts it back
   if (a.step === -1 && a.start === shape[a.dim]! - 1 && a.end === -1) return apply(slicePrim, [g], a);
-  if (a.step === 1) {
-    const pads = new Array<number>(2 * shape.length).fill(0);
-    // pad takes (left, right) pairs from the last dim backwards
-    const k = shape.length - 1 - a.dim;
-    pads[2 * k] = a.start;
-    pads[2 * k + 1] = shape[a.dim]! - a.end;
-    return pad(g, pads, 0);
-  }
-  const z = zeros(shape, { dtype });
-  return sliceScatter(z, g, a);
+  const rank = shape.length;
+  if (a.step === 1) return pad(g, padsAt(rank, a.dim, a.start, shape[a.dim]! - a.end), 0);
+  // stepped: interleave g with step-1 zeros along dim (a padded new axis folded in), then place
+  // it at start; written with traceable ops so a compiled backward can record it
+  const len = g.shape[a.dim]!;
+  const spread = pad(unsqueeze(g, a.dim + 1), padsAt(rank + 1, a.dim + 1, 0, a.step - 1), 0);
+  const interleaved = reshape(spread, g.shape.map((s, d) => (d === a.dim ? len * a.step : s)));
+  const total = a.start + len * a.step;
+  const placed = pad(interleaved, padsAt(rank, a.dim, a.start, Math.max(0, shape[a.dim]! - total)), 0);
+  return total > shape[a.dim]! ? slice(placed, a.dim, 0, shape[a.dim]!) : placed;
+}
+
+/** pad()'s (left, right) pairs, last dim first, with `left`/`right` at `dim` of a rank-`rank` tensor. */
+function padsAt(rank: number, dim: number, left: number, right: number): number[] {
+  const pads = new Array<number>(2 * rank).fill(0);
+  const k = rank - 1 - dim;
+  pads[2 * k] = left;
+  pads[2 * k + 1] = right;
+  return pads;
 }
 
 export function slice(x: Tensor, dim: number, start = 0, end?: number, step = 1): Tensor {
@@ -226,17 +233,6 @@ export function select(x: Tensor, dim: number, index: number): Tensor {
   }
   return squeeze(slice(x, d, i, i + 1), d);
 }
-
-// ---- writes into a copy: slice scatter (strided slice backward) ----
-
-function sliceScatter(base: Tensor, src: Tensor, a: SliceAttrs): Tensor {
-  // base is fresh and contiguous: write src into the strided window of it
-  const win = apply(slicePrim, [base], a);
-  copyInto(win, src);
-  win.dispose();
-  return base;
-}
-
 
 // ---- pad (constant) ----
 

@@ -40,6 +40,7 @@ export class Tensor {
   /** null for a traced proxy */
   private _storage: Storage | null;
   private _gradFn: GradFnRef | null = null;
+  private _gradSlot = 0;
   private _requiresGrad = false;
   private _disposed = false;
   private readonly token: { storage: Storage | null; gradFn: GradFnRef | null; counted: boolean };
@@ -100,6 +101,10 @@ export class Tensor {
   get gradFn(): GradFnRef | null {
     return this._gradFn;
   }
+  /** which output of gradFn this tensor is (0 except for compiled functions' results) */
+  get gradSlot(): number {
+    return this._gradSlot;
+  }
   get requiresGrad(): boolean {
     return this._requiresGrad;
   }
@@ -139,10 +144,12 @@ export class Tensor {
     this.trace = undefined;
   }
 
-  /** Used by autograd: attach the node that produced this tensor. */
-  setGradFn(node: GradFnRef): void {
+  /** Used by autograd: attach the node that produced this tensor (output `slot` of it), replacing any earlier one. */
+  setGradFn(node: GradFnRef, slot = 0): void {
     node.retain();
+    this._gradFn?.release();
     this._gradFn = node;
+    this._gradSlot = slot;
     this.token.gradFn = node;
     this._requiresGrad = true;
   }

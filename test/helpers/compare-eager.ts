@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { asList } from '../op-table.js';
+import { assertCompiledRan } from './compiled-ran.js';
 
 type T = kiln.Tensor;
 
@@ -29,5 +30,6 @@ export function compareWithEager(name: string, fn: (...xs: T[]) => T | T[], inpu
         }
       });
     }
+    assertCompiledRan(`${name} (${opts.backend ?? 'default'})`);
   });
 }

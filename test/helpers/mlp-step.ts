@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { crossEntropyStep } from './train-step.js';
+import { assertCompiledRan } from './compiled-ran.js';
 
 export { crossEntropyStep };
 
@@ -30,4 +31,5 @@ export function checkMlpStepsMatchEager(backend: string, opt: 'sgd' | 'adam'): v
   got.losses.forEach((l, i) => assert.ok(Math.abs(l - eager.losses[i]!) <= 1e-4 * Math.max(1, Math.abs(eager.losses[i]!)), `step ${i}: ${backend} loss ${l} vs eager ${eager.losses[i]}`));
   got.params.forEach((p, i) => p.forEach((v, j) => assert.ok(Math.abs(v - eager.params[i]![j]!) <= 1e-4, `param ${i}[${j}]: ${v} vs ${eager.params[i]![j]}`)));
   assert.ok(kiln.stats().cacheHits >= 4, 'the step replayed');
+  assertCompiledRan(`MLP steps (${backend}, ${opt})`);
 }

@@ -3,6 +3,7 @@
 // combinations skipped); and the property itself, compiled equals eager, for the sync backends.
 
 import assert from 'node:assert/strict';
+import { assertCompiledRan } from './compiled-ran.js';
 import fc from 'fast-check';
 import * as kiln from 'kilnjs';
 
@@ -102,5 +103,6 @@ export function checkGraph([[a, b, c], ops, nOut, seed]: Graph, opts: kiln.Compi
         }
       });
     }
+    if (check) assertCompiledRan(`${on}graph ${JSON.stringify(ops)}`);
   });
 }

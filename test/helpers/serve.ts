@@ -41,7 +41,7 @@ export function reference(model: ServeMlp, x: Float32Array, rows: number): Float
     for (let j = 0; j < o; j++) {
       let s = b2[j]!;
       for (let k = 0; k < h; k++) s += hid[k]! * w2[j * h + k]!;
-      out[r * o + j] = s * model.scale;
+      out[r * o + j] = s * model.knobs.scale;
     }
   }
   return out;
@@ -107,9 +107,9 @@ export interface ServeChild {
   url(): Promise<string>;
 }
 
-/** `kilnjs serve ARGS` in a child process (tsx, like bin/kiln.js). */
+/** `kilnjs serve ARGS` in a child process (the CLI's sources through tsx). */
 export function spawnServe(args: readonly string[], env: Record<string, string> = {}): ServeChild {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'kiln.ts'), 'serve', ...args], { cwd: ROOT, env: { ...process.env, KILN_CACHE_SOURCES: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', ...args], { cwd: ROOT, env: { ...process.env, KILN_CACHE_SOURCES: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const listeners = new Set<() => void>();
   const take = (chunk: string) => {

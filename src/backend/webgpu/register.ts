@@ -9,5 +9,9 @@ import { WebGpuBackend } from './index.js';
 
 registerKernelBackend('webgpu', () => {
   if (runtime.backend instanceof WebGpuBackend) return runtime.backend;
-  throw new ArgumentError(`backend 'webgpu' runs over GPU buffers, but the default backend is '${runtime.backend.name}'`, 'kiln.compile', 'kiln.setDefaultBackend(await kiln.requestWebGpuBackend()) first (kiln/node in Node), and create or move the tensors there');
+  throw new ArgumentError(`backend 'webgpu' runs over GPU buffers, but the default backend is '${runtime.backend.name}'`, 'kiln.compile', 'kiln.setDefaultBackend(await kiln.requestWebGpuBackend()) first (kilnjs/node in Node), and create or move the tensors there');
+}, {
+  // first for 'auto' whenever the default backend is WebGPU (the other kernel backends need CPU buffers)
+  rank: 40,
+  summary: 'webgpu: WGSL kernels from the loop IR on the default WebGPU device',
 });

@@ -157,7 +157,7 @@ export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike
       try {
         stored = {
           name: c.compiled.name, argNames: argNamesOf(target), graph: encodeGraph(e.graph, blobs, nameOf),
-          resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.autogradOutputs, captures,
+          resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.interpreted !== null, captures,
         };
       } catch (err) {
         if (err instanceof NotStorable) throw new ArgumentError(err.message, 'kiln.export', 'export a module, or pass { captures: model.stateDict() } (or { weights: true } with named tensors)');

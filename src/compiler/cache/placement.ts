@@ -27,19 +27,18 @@ export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>)
 
 /**
  * kiln.compile(fn, { captures }): the captures are the function's weights (named so a warm start
- * can bind them), so they are placed when it is compiled, before the first call. Only for the
- * JS and wasm backends asked for by name; a backend that cannot run here is left to report
- * itself at the first call.
+ * can bind them), so they are placed when it is compiled, before the first call (where the
+ * kernels run on JS or wasm; native reads the typed arrays as they are). A backend that cannot
+ * run here is left to report itself at the first call.
  */
 export function placeCaptures(opts: CompileOptions): void {
-  if (!opts.captures || opts.fuse === false) return;
-  const name = opts.backend ?? 'js';
-  if (name !== 'js' && name !== 'wasm') return;
+  if (!opts.captures || opts.fuse === false || opts.backend === 'eager') return;
   let kb: Backend | undefined;
   try {
-    kb = resolveKernelBackend(name).backend;
+    kb = resolveKernelBackend(opts.backend).backend;
   } catch {
     return;
   }
+  if (kb && !(kb instanceof WasmBackend)) return;
   placeWeights(kb, Object.values(opts.captures).filter((t): t is Tensor => t instanceof Tensor));
 }

@@ -70,7 +70,7 @@ export function decodeValue(v: unknown, blobs: readonly Uint8Array[]): unknown {
 
 // ---------------------------------------------------------------- graphs
 
-export type StoredSource = { kind: 'arg'; path: string } | { kind: 'capture'; name: string } | { kind: 'grad'; name: string };
+export type StoredSource = { kind: 'arg'; path: string; grad?: true } | { kind: 'capture'; name: string } | { kind: 'grad'; name: string };
 
 interface StoredNode {
   id: number;
@@ -97,7 +97,7 @@ function encodeNode(n: GraphNode, blobs: Blobs, nameOf: NameOf): StoredNode {
   if (n.op !== 'input' && !isRegisteredPrim(n.prim)) throw new NotStorable(`node %${n.id} is a custom op (${n.op})`);
   let source: StoredSource | undefined;
   if (n.source) {
-    if (n.source.kind === 'arg') source = { kind: 'arg', path: n.source.path };
+    if (n.source.kind === 'arg') source = { kind: 'arg', path: n.source.path, ...(n.source.grad ? { grad: true as const } : {}) };
     else {
       const t = n.source.kind === 'ref' ? n.source.tensor : n.source.leaf;
       const name = nameOf(t);
@@ -119,7 +119,7 @@ function decodeNode(s: StoredNode, blobs: readonly Uint8Array[], bind: Binder): 
   const prim = s.op === 'input' ? undefined : primByName(s.op);
   if (s.op !== 'input' && !prim) throw new NotStorable(`unknown op ${s.op}`);
   let source: InputSource | undefined;
-  if (s.source?.kind === 'arg') source = { kind: 'arg', path: s.source.path };
+  if (s.source?.kind === 'arg') source = { kind: 'arg', path: s.source.path, ...(s.source.grad === true ? { grad: true as const } : {}) };
   else if (s.source?.kind === 'capture') source = { kind: 'ref', tensor: bind(s.source), label: s.source.name };
   else if (s.source?.kind === 'grad') {
     const leaf = bind(s.source);
@@ -159,6 +159,7 @@ export interface StoredLowered {
   inputBuffers: number[];
   outputs: unknown;
   decisions: unknown;
+  nodeOps?: string[];
 }
 
 const noCaptures: NameOf = () => null;
@@ -175,6 +176,7 @@ export function encodeLowered(l: Lowered, blobs: Blobs): StoredLowered {
     inputBuffers: [...l.inputBuffers],
     outputs: encodeValue(l.outputs, blobs),
     decisions: encodeValue(l.decisions, blobs),
+    nodeOps: l.nodeOps ? [...l.nodeOps] : undefined,
   };
 }
 
@@ -188,5 +190,6 @@ export function decodeLowered(s: StoredLowered, blobs: readonly Uint8Array[]): L
     inputBuffers: [...s.inputBuffers],
     outputs: decodeValue(s.outputs, blobs) as Lowered['outputs'],
     decisions: decodeValue(s.decisions, blobs) as Lowered['decisions'],
+    nodeOps: Array.isArray(s.nodeOps) && s.nodeOps.every((x) => typeof x === 'string') ? s.nodeOps : undefined,
   };
 }

@@ -15,8 +15,11 @@ import type { Graph } from '../graph.js';
 import { argLeaves, buildGuards, type Guard } from '../guards.js';
 import { log } from '../logs.js';
 import { counters } from '../stats.js';
-import { Blobs, decodeGraph, decodeValue, encodeGraph, encodeValue, NotStorable, type StoredGraph } from './serialize.js';
+import { Blobs, decodeGraph, decodeValue, encodeGraph, encodeValue, NotStorable, type Binder, type StoredGraph } from './serialize.js';
 import { cacheStore, type CacheStore } from './store.js';
+import { AotProgram } from '../aot/aot-program.js';
+import type { PartitionDecision, SavedSource } from '../aot/partition.js';
+import type { Runnable } from '../runnable.js';
 
 const FORMAT = 'kiln-warm-1';
 
@@ -27,6 +30,7 @@ interface ModuleLike {
   namedParameters?(): [string, Tensor][];
   namedBuffers?(): [string, Tensor][];
   namedModules?(): [string, ModuleLike][];
+  readonly hooksVersion?: number;
   constructor: { name: string };
 }
 
@@ -46,11 +50,12 @@ export interface WarmContext {
 export interface WarmEntry {
   readonly guards: Guard[];
   readonly graph: Graph;
-  readonly program: never;
+  readonly program: unknown;
   readonly resultTemplate: unknown;
   readonly gradLeaves: { leaf: Tensor; outputIndex: number | null }[];
+  readonly argGrads: readonly unknown[];
   readonly retrace: boolean;
-  readonly autogradOutputs: boolean;
+  readonly interpreted: string | null;
 }
 
 interface StoredWarm {
@@ -58,6 +63,19 @@ interface StoredWarm {
   graph: StoredGraph;
   resultTemplate: unknown;
   autogradOutputs: boolean;
+  /** a compiled forward/backward pair (AOTAutograd): `graph` is its forward */
+  aot?: StoredAot;
+}
+
+interface StoredAot {
+  bwd: StoredGraph;
+  saved: SavedSource[];
+  nResults: number;
+  slots: number[];
+  gradInputs: number[];
+  summary: string;
+  savedBytes: number;
+  decision: PartitionDecision;
 }
 
 /** Captured tensors by stable name, or null when this function has none to bind. */
@@ -97,10 +115,12 @@ function classSources(m: object): string {
 
 /** The key of a warm start for these arguments, or null when they cannot be keyed. */
 function warmKey(store: CacheStore, ctx: WarmContext, args: readonly unknown[], caps: Map<string, Tensor>): string | null {
-  const parts: string[] = [FORMAT, store.fingerprint, ctx.name, JSON.stringify({ b: ctx.opts.backend ?? 'js', m: ctx.opts.mode ?? 'default', f: ctx.opts.fuse !== false, g: !!ctx.opts.fullgraph })];
+  const parts: string[] = [FORMAT, store.fingerprint, ctx.name, JSON.stringify({ b: ctx.opts.backend ?? 'auto', m: ctx.opts.mode ?? 'default', f: ctx.opts.fuse !== false, g: !!ctx.opts.fullgraph })];
   const m = ctx.module;
   if (m) {
     const mods: [string, ModuleLike][] = m.namedModules ? m.namedModules() : [['', m]];
+    // a forward hook is a closure of this process: its effect on the graph cannot be keyed
+    if (mods.some(([, sub]) => (sub.hooksVersion ?? 0) > 0)) return null;
     for (const [path, sub] of mods) parts.push(`module ${path} ${sub.constructor.name} ${sub.training} ${moduleConfig(sub)}\n${classSources(sub)}`);
   } else {
     parts.push(Function.prototype.toString.call(ctx.fn));
@@ -139,17 +159,18 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
   }
   try {
     const stored = payload.meta as StoredWarm;
-    const graph = decodeGraph(stored.graph, payload.blobs, (s) => {
+    const bind: Binder = (s) => {
       const t = caps.get(s.name);
       if (!t || s.kind !== 'capture') throw new NotStorable(`capture ${s.name} is not in this module`);
       return t;
-    });
-    const program = ctx.makeProgram(graph);
+    };
+    const graph = decodeGraph(stored.graph, payload.blobs, bind);
+    const program = stored.aot ? aotProgram(ctx, graph, stored.aot, decodeGraph(stored.aot.bwd, payload.blobs, bind)) : ctx.makeProgram(graph);
     const modules = ctx.module?.modules ? [...ctx.module.modules()] : ctx.module ? [ctx.module] : [];
     const guards = [...buildGuards(args, ctx.argNames, graph, modules), ...ctx.parameterGuards()];
     counters.cache.traceSkips++;
     log('cache', `${ctx.name}: warm start: tracing skipped (${graph.inputNodes.length} inputs bound by name, guards checked) in ${(performance.now() - t0).toFixed(1)} ms`);
-    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], retrace: false, autogradOutputs: stored.autogradOutputs };
+    return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], argGrads: [], retrace: false, interpreted: stored.autogradOutputs ? 'the stored entry predates compiled backward' : null };
   } catch (e) {
     counters.cache.corrupt++;
     log('cache', `${ctx.name}: warm start entry unusable (${(e as Error).message}); tracing`);
@@ -173,10 +194,21 @@ export function saveWarmStart(ctx: WarmContext, args: readonly unknown[], e: War
   const names = new Map([...caps].map(([n, t]) => [t, n]));
   try {
     const blobs = new Blobs();
-    const meta: StoredWarm = { name: ctx.name, graph: encodeGraph(e.graph, blobs, (t) => names.get(t) ?? null), resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.autogradOutputs };
+    const nameOf = (t: Tensor) => names.get(t) ?? null;
+    const p = e.program;
+    const aot = p instanceof AotProgram
+      ? { bwd: encodeGraph(p.bwdGraph, blobs, nameOf), saved: [...p.partition.saved], nResults: p.nResults, slots: [...p.slots], gradInputs: [...p.gradInputs], summary: p.partition.summary, savedBytes: p.partition.savedBytes, decision: p.partition.decision }
+      : undefined;
+    const meta: StoredWarm = { name: ctx.name, graph: encodeGraph(e.graph, blobs, nameOf), resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.interpreted !== null, ...(aot ? { aot } : {}) };
     store.put('warm', key, { meta, blobs: blobs.list });
   } catch (err) {
     if (!(err instanceof NotStorable)) throw err;
     log('cache', `${ctx.name}: no warm start stored: ${err.message}`);
   }
+}
+
+/** A stored forward/backward pair, rebuilt: both programs come from the program cache. */
+function aotProgram(ctx: WarmContext, fwd: Graph, a: StoredAot, bwd: Graph): AotProgram {
+  const partition = { fwd, bwd, saved: a.saved, summary: a.summary, savedBytes: a.savedBytes, unsupported: null, decision: a.decision };
+  return new AotProgram(ctx.name, ctx.makeProgram(fwd) as Runnable, ctx.makeProgram(bwd) as Runnable, partition, a.nResults, a.slots, a.gradInputs);
 }
