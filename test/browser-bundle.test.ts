@@ -8,11 +8,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { chromiumUnavailableReason, launchChromium } from '../scripts/lib/chromium.js';
+import { chromiumUnavailableReason, launchChromium, servePage } from '../scripts/lib/chromium.js';
 import { pageHtml } from './helpers/browser-bundle.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -64,6 +62,10 @@ async function eagerTestsBundle(): Promise<string> {
       resolveDir: ROOT, loader: 'ts', sourcefile: 'eager-tests-page.ts',
     },
     bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true,
+    // the test files import 'kilnjs' (tsconfig.json "paths": the sources); package.json's
+    // "sideEffects" does not list them, and their imports are what registers the tests
+    tsconfig: `${ROOT}tsconfig.json`,
+    ignoreAnnotations: true,
     plugins: [{
       name: 'node-test-in-the-page',
       setup(b) {
@@ -77,18 +79,8 @@ async function eagerTestsBundle(): Promise<string> {
   return r.outputFiles[0]!.text;
 }
 
-/** Serves `html` from 127.0.0.1, cross-origin isolated (COOP + COEP: SharedArrayBuffer) or not. */
-async function serve(html: string, isolated: boolean): Promise<{ url: string; close(): Promise<void> }> {
-  const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8' };
-  if (isolated) Object.assign(headers, { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' });
-  const server = createServer((req, res) => {
-    if (req.url === '/') res.writeHead(200, headers).end(html);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise<void>((ok) => server.close(() => ok())) };
-}
+/** COOP + COEP: a cross-origin-isolated page, where SharedArrayBuffer exists */
+const ISOLATION = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
 interface PageResult {
   passed: number; skipped: number; failures: string[]; shared: boolean; error?: string;
@@ -100,7 +92,7 @@ const why = chromiumUnavailableReason();
 for (const isolated of [false, true]) {
   test(`the eager tests pass in headless Chromium on the wasm eager kernels (${isolated ? 'cross-origin isolated: shared memory, threads' : 'no isolation: unshared memory, one thread'})`, { skip: why ?? false, timeout: 600_000 }, async () => {
     const html = pageHtml(await eagerTestsBundle(), 'kiln eager tests');
-    const served = await serve(html, isolated);
+    const served = await servePage(html, isolated ? ISOLATION : {});
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();
