@@ -200,6 +200,31 @@ test('other dtypes and ops run on the JS kernels over the same buffers', { skip 
   });
 });
 
+test('eagerStats counts every JS-kernel launch by kind: ops without wasm kernels are visible', { skip }, () => {
+  kiln.manualSeed(5);
+  kiln.scope(() => {
+    const x = kiln.randn([2, 3, 9, 9]), w = kiln.randn([4, 3, 3, 3]);
+    const table = kiln.randn([10, 6]), ids = kiln.tensor([1, 7, 7, 0], { dtype: 'int32' });
+    const kinds = (before: Record<string, number>) => {
+      const now = kiln.eagerStats().jsByKind;
+      return Object.fromEntries(Object.entries(now).filter(([k, n]) => n !== (before[k] ?? 0)).map(([k, n]) => [k, n - (before[k] ?? 0)]));
+    };
+    let b = kiln.eagerStats().jsByKind;
+    const y = kiln.conv2d(x, w);
+    assert.deepEqual(kinds(b), { im2col: 1 }, 'conv2d: im2col on JS, its matmul on wasm');
+    b = kiln.eagerStats().jsByKind;
+    const e = kiln.embedding(ids, table);
+    assert.deepEqual(Object.keys(kinds(b)), ['indexSelect'], 'embedding: an index op on JS');
+    b = kiln.eagerStats().jsByKind;
+    const s0 = kiln.eagerStats();
+    kiln.randn([5]);
+    assert.deepEqual(kinds(b), { random: 1 });
+    assert.equal(kiln.eagerStats().jsLaunches, s0.jsLaunches + 1, 'jsLaunches is the sum over kinds');
+    close(y, kiln.conv2d(x.double(), w.double()), 'conv2d', 1e-4, 1e-4);
+    close(e, kiln.embedding(ids, table.double()), 'embedding');
+  });
+});
+
 test('eager buffers live in the wasm heap: a compiled wasm program copies none of them', { skip }, () => {
   kiln.scope(() => {
     const x = kiln.randn([64, 128]), w = kiln.randn([32, 128]);

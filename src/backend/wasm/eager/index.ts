@@ -21,8 +21,14 @@ interface EagerKernel extends PreparedKernel {
   run(args: KernelArgs): void;
 }
 
-/** Launches that ran on wasm kernels and on the JS kernels (kiln.eagerStats()). */
+/** Launches that ran on wasm kernels and on the JS kernels, the latter per kernel kind (kiln.eagerStats()). */
 export const eagerCounters = { wasmLaunches: 0, jsLaunches: 0 };
+const jsByKind = new Map<string, number>();
+
+function countJs(kind: string): void {
+  eagerCounters.jsLaunches++;
+  jsByKind.set(kind, (jsByKind.get(kind) ?? 0) + 1);
+}
 
 export class WasmEagerBackend extends JsBackend {
   private readonly eager = new Map<string, EagerKernel>();
@@ -56,15 +62,20 @@ export class WasmEagerBackend extends JsBackend {
   }
 
   override prepare(spec: KernelSpec): PreparedKernel {
-    if (spec.kind !== 'pointwise' && spec.kind !== 'reduce' && spec.kind !== 'matmul') return super.prepare(spec);
+    // a compiled program's kernels on the JS renderer are not eager launches
+    if (spec.kind === 'loop') return super.prepare(spec);
     const key = specKey(spec);
     let k = this.eager.get(key);
-    if (!k) {
-      let js: EagerKernel | null = null;
-      const fallback = (args: KernelArgs) => {
-        eagerCounters.jsLaunches++;
-        (js ??= super.prepare(spec) as EagerKernel).run(args);
-      };
+    if (k) return k;
+    let js: EagerKernel | null = null;
+    const onJs = (args: KernelArgs) => {
+      countJs(spec.kind);
+      (js ??= super.prepare(spec) as EagerKernel).run(args);
+    };
+    if (spec.kind !== 'pointwise' && spec.kind !== 'reduce' && spec.kind !== 'matmul') {
+      // gather/scatter, index ops, windows, scans, sorts, random numbers: JS kernels only
+      k = { spec, run: onJs };
+    } else {
       const wasm = (args: KernelArgs): boolean => {
         const l = this.launcher();
         if (!l) return false;
@@ -76,11 +87,11 @@ export class WasmEagerBackend extends JsBackend {
         spec,
         run: (args) => {
           if (wasm(args)) eagerCounters.wasmLaunches++;
-          else fallback(args);
+          else onJs(args);
         },
       };
-      this.eager.set(key, k);
     }
+    this.eager.set(key, k);
     return k;
   }
 }
@@ -92,6 +103,8 @@ export interface EagerStats {
   /** eager kernel launches that ran on wasm kernels, and on the JS kernels (other dtypes and ops) */
   wasmLaunches: number;
   jsLaunches: number;
+  /** the JS launches per kernel kind ('pointwise', 'reduce', 'matmul': dtypes or layouts without a wasm kernel; 'gather', 'im2col', 'random', ...: ops that have none) */
+  jsByKind: Record<string, number>;
   /** modules built so far (one per kernel group), the kernels in them, the time building them took */
   modules: number;
   kernels: number;
@@ -103,7 +116,7 @@ export interface EagerStats {
 /** What the default eager backend is and did (kiln.eagerStats()). */
 export function eagerStats(backend: Backend): EagerStats {
   const wasm = backend instanceof WasmEagerBackend;
-  return { backend: wasm ? 'wasm' : 'js', reason: wasm ? 'WebAssembly SIMD available' : jsReason(), ...eagerCounters, ...eagerBuild, skipped: [...eagerBuild.skipped] };
+  return { backend: wasm ? 'wasm' : 'js', reason: wasm ? 'WebAssembly SIMD available' : jsReason(), ...eagerCounters, jsByKind: Object.fromEntries(jsByKind), ...eagerBuild, skipped: [...eagerBuild.skipped] };
 }
 
 function jsReason(): string {
