@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { chromiumUnavailableReason, launchChromium, servePage } from '../scripts/lib/chromium.js';
-import { pageHtml } from './helpers/browser-bundle.js';
+import { bundleForBrowser, pageHtml } from './helpers/browser-bundle.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 test('src/index.ts bundles for the browser without Node built-ins', async () => {
   const r = await build({
@@ -29,9 +28,7 @@ test('src/index.ts bundles for the browser without Node built-ins', async () => 
 /** The page: the eager test files, their tests run in order; the result in window.__result. */
 async function eagerTestsBundle(): Promise<string> {
   const shim = fileURLToPath(new URL('./helpers/node-test-shim.ts', import.meta.url));
-  const r = await build({
-    stdin: {
-      contents: `
+  return bundleForBrowser(`
         import * as kiln from './src/index.ts';
         import { recorded } from './test/helpers/node-test-shim.ts';
         import './test/ops.test.ts';
@@ -58,25 +55,7 @@ async function eagerTestsBundle(): Promise<string> {
           });
           if (!(large <= 1e-4)) failures.push('large matmul + relu + sum: relative error ' + large);
           window.__result = { passed, skipped, failures, eager: kiln.eagerStats(), wasm: kiln.wasmStats(), shared: typeof SharedArrayBuffer !== 'undefined' };
-        })().catch((e) => { window.__result = { error: String(e && e.stack || e) }; });`,
-      resolveDir: ROOT, loader: 'ts', sourcefile: 'eager-tests-page.ts',
-    },
-    bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true,
-    // the test files import 'kilnjs' (tsconfig.json "paths": the sources); package.json's
-    // "sideEffects" does not list them, and their imports are what registers the tests
-    tsconfig: `${ROOT}tsconfig.json`,
-    ignoreAnnotations: true,
-    plugins: [{
-      name: 'node-test-in-the-page',
-      setup(b) {
-        b.onResolve({ filter: /^node:(test|assert\/strict)$/ }, () => ({ path: shim }));
-      },
-    }],
-    banner: { js: 'const process = { argv: [], env: {} };' },
-  });
-  const nodeImports = Object.values(r.metafile!.inputs).flatMap((i) => i.imports.filter((m) => m.path.startsWith('node:')));
-  assert.deepEqual(nodeImports, [], 'nothing reaches Node built-ins');
-  return r.outputFiles[0]!.text;
+        })().catch((e) => { window.__result = { error: String(e && e.stack || e) }; });`, 'eager-tests-page.ts', { 'node:test': shim, 'node:assert/strict': shim });
 }
 
 /** COOP + COEP: a cross-origin-isolated page, where SharedArrayBuffer exists */
