@@ -1,7 +1,8 @@
 // `npm run bench`: the side-by-side benchmarks in one run, then one markdown table.
 //   1. bench/cpu.ts   W1–W7 and a 1024³ matmul: kiln eager, compiled js / wasm / native, and
 //                     onnxruntime-node, TensorFlow.js (WebAssembly) and jax-js; floors; issue 5's bars
-//   2. bench/eager.ts kiln eager against TensorFlow.js on its CPU backend (W1, W2, matmul)
+//   2. bench/eager.ts kiln eager against TensorFlow.js on its CPU backend (W1, W2, matmul), and
+//                     the first eager op of fresh processes
 // Each writes its own JSON under bench/results/; this runner writes bench/results/summary.md.
 // Options after `--` go to bench/cpu.ts (e.g. `npm run bench -- --quick --only W1,W4`);
 // `--summary-only` rebuilds the table from the JSON files already there.
@@ -41,7 +42,7 @@ const fmt = (ms: number): string => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.t
 function summarize(): string {
   const file = join(results, 'cpu.json');
   if (!existsSync(file)) return '_bench/results/cpu.json is missing: bench/cpu.ts did not finish._\n';
-  const cpu = JSON.parse(readFileSync(file, 'utf8')) as { machine: Record<string, unknown>; workloads: Record<string, Workload>; bars: Bar[]; floors: Record<string, Floor> };
+  const cpu = JSON.parse(readFileSync(file, 'utf8')) as { machine: Record<string, unknown>; workloads: Record<string, Workload>; bars: Bar[]; eagerBars?: Bar[]; floors: Record<string, Floor> };
   const names = [...new Set(Object.values(cpu.workloads).flatMap((w) => w.variants.map((v) => v.name)))];
   const L: string[] = [];
   L.push(`# kiln benchmarks (${String(cpu.machine.date ?? new Date().toISOString())})`, '');
@@ -60,6 +61,10 @@ function summarize(): string {
   for (const f of Object.values(cpu.floors)) L.push(`- ${f.what}: ${f.value === null ? 'not measured' : `${f.value.toFixed(2)} ${f.unit}`}`);
   L.push('', '## Bars (issue 5)', '');
   for (const b of cpu.bars) L.push(`- **${b.status}** ${b.name}: ${b.detail}`);
+  if (cpu.eagerBars) {
+    L.push('', '## Bars (issue 21: eager on wasm kernels)', '');
+    for (const b of cpu.eagerBars) L.push(`- **${b.status}** ${b.name}: ${b.detail}`);
+  }
   return `${L.join('\n')}\n`;
 }
 

@@ -1,14 +1,14 @@
-// Issue 5's CPU benchmark: kiln eager, kiln compiled on the 'js', 'wasm' and 'native'
-// backends, and peers (onnxruntime-node, tfjs-backend-wasm, jax-js), side by side in one
+// Issue 5's CPU benchmark: kiln eager (wasm kernels; 'eager-js': the JS kernels alone, kiln's
+// eager before issue 21), kiln compiled on the 'js', 'wasm' and 'native' backends, and peers (onnxruntime-node, tfjs-backend-wasm, jax-js), side by side in one
 // process, round-robin (bench/lib/timing.ts), on W1-W7 of bench/compile.ts (same
 // definitions: bench/workloads/) plus W5 = a 1024³ float32 matmul (bench/lib/w5-matmul.ts),
 // with this machine's floors (memory copy, OpenBLAS matmul, the hand-written C W4 loop) and
-// issue 5's bars as PASS / FAIL / N/A lines. Writes bench/results/cpu.json.
+// issue 5's and issue 21's bars as PASS / FAIL / N/A lines. Writes bench/results/cpu.json.
 //
 // Run:  npx tsx bench/cpu.ts [--quick] [--only W1,W4] [--backends js,native]
 //                            [--peers ort,tfjs-wasm,jax] [--iters=10] [--warmup=2]
 //                            [--slow-iters=3] [--slow-warmup=1] [--jax-workers=false]
-//                            [--floors=false] [--out=bench/results/cpu.json]
+//                            [--eager-js=false] [--floors=false] [--out=bench/results/cpu.json]
 // --quick: 3 timed calls, 1 warm-up, W3 on 1024 rows: a smoke test of the harness, not a result.
 // Threads: KILN_THREADS (default: all cores) for kiln's compiled backends; onnxruntime's
 // intraOpNumThreads and OpenBLAS get the same count. tfjs-wasm runs on one thread in Node.
@@ -30,6 +30,9 @@ import { join } from 'node:path';
 import * as kiln from 'kilnjs';
 import { clearNativeMemoryCache, nativeStats, nativeUnavailableReason } from 'kilnjs/node';
 import { threadCount } from '../src/backend/js/threads.js';
+import { runtime } from '../src/ops/dispatch.js';
+import { resolveKernelBackend } from '../src/compiler/backend-choice.js';
+import { checkEagerBars } from './lib/eager-bars.js';
 import { checkBars, type Bar } from './lib/cpu-bars.js';
 import { blasMatmulRate, jsCopyBandwidth, nativeCopyBandwidth, w4Floor, type Floor } from './lib/floors.js';
 import { peerCase } from './lib/peer-case.js';
@@ -64,6 +67,8 @@ const IDS = list('only', ALL_WORKLOADS.map((w) => w.id));
 const BACKENDS = list('backends', ['js', 'wasm', 'native']);
 const PEERS = list('peers', ['ort', 'tfjs-wasm', 'jax']);
 const JAX_WORKERS = args.get('jax-workers') !== 'false';
+/** also time eager on the JS kernels alone (the eager of before issue 21: issue 21's "3x faster" baseline) */
+const EAGER_JS = args.get('eager-js') !== 'false';
 /** single calls that take seconds (eager W3 at full size): fewer calls, said in the output */
 const SLOW = new Set(['W3']);
 const INFERENCE_TOL = 1e-4; // max |x - eager| / max |eager|
@@ -197,6 +202,31 @@ async function runWorkload(w: Workload): Promise<WorkloadResult> {
     });
     ev.note = `first call ${fmtMs(performance.now() - t0)} ms`;
     cands.push({ name: 'eager', fn: () => void eagerCall() });
+
+    // ---- eager on the JS kernels alone (kiln's eager before issue 21): its own instance, made
+    // and run with a JsBackend as the default backend (ops follow their inputs' backend)
+    if (EAGER_JS) {
+      const v = add({ name: 'eager-js', status: 'ok' });
+      const js = new kiln.JsBackend();
+      const onJs = <T>(f: () => T): T => {
+        const saved = runtime.backend;
+        kiln.setDefaultBackend(js);
+        try {
+          return f();
+        } finally {
+          kiln.setDefaultBackend(saved);
+        }
+      };
+      const inst = onJs(setup);
+      const call = wrap(() => onJs(() => inst.step()));
+      let out!: Float32Array;
+      kiln.scope(() => {
+        out = readOut(call());
+      });
+      v.check = compareOut(ref, out, training);
+      if (v.check.ok) cands.push({ name: 'eager-js', fn: () => void call() });
+      else Object.assign(v, { status: 'mismatch', reason: `output differs from eager: ${v.check.summary}` });
+    }
 
     // ---- compiled backends: cold compile + check
     for (const be of BACKENDS) {
@@ -347,6 +377,10 @@ const bars: Bar[] = checkBars({
 });
 console.log(`\nissue 5 bars${QUICK ? ' (--quick: noisy, not a result)' : ''}:`);
 for (const b of bars) console.log(`  ${b.status.padEnd(4)} ${b.name}: ${b.detail}`);
+const compileDefault = resolveKernelBackend(undefined).choice.chosen, auto = resolveKernelBackend('auto').choice.chosen;
+const eagerBars: Bar[] = checkEagerBars({ medians, missing, workloads: IDS, w5Flops: 2 * 1024 ** 3, compileDefault, auto });
+console.log(`\nissue 21 bars (eager on wasm kernels)${QUICK ? ' (--quick: noisy, not a result)' : ''}:`);
+for (const b of eagerBars) console.log(`  ${b.status.padEnd(4)} ${b.name}: ${b.detail}`);
 
 const peerInfo = Object.fromEntries(peers.map((p) => [p.name, p.describe()]));
 console.log('\npeers ran as:');
@@ -370,6 +404,8 @@ writeJson(OUT, {
     'W5 is the 1024^3 matmul; flops count matmul work only (bench/lib/flops.ts); W4 rates are GB/s of the minimum traffic',
   ],
   bars,
+  eagerBars,
+  eager: kiln.eagerStats(),
   workloads: results,
 });
 console.log(`\nwrote ${OUT}`);

@@ -1,5 +1,6 @@
-// kiln eager (JS backend, one thread) against tfjs-core with tfjs-backend-cpu, side by side
-// in one process, on three reference workloads (../shared/WORKLOADS.md):
+// kiln eager (wasm kernels, src/backend/wasm/eager; KILN_EAGER=js: the JS kernels alone) against
+// tfjs-core with tfjs-backend-cpu, side by side in one process, on three reference workloads
+// (../shared/WORKLOADS.md), then the first eager op of fresh processes:
 //   W1  MLP inference, batch 128, 784 -> 1024 -> ReLU -> 1024 -> ReLU -> 10
 //   W2  that MLP's training step: forward, cross-entropy on int class targets, backward,
 //       SGD update of all 6 parameters
@@ -7,7 +8,7 @@
 //
 // Run:  npx tsx bench/eager.ts [--iters=10] [--slow-iters=5] [--warmup=2] [--only=W1,W2,W5]
 //                              [--tfjs-layout=out-in|in-out] [--order=round-robin|blocked] [--peak=false]
-//                              [--out=bench/results/eager.json]
+//                              [--first-op-runs=5] [--out=bench/results/eager.json]
 //
 // Each workload: the first call of each library (cold: kernel generation, JIT) is timed on
 // its own, then both results are checked against each other (and W5 against a float64
@@ -15,6 +16,8 @@
 // round-robin so that load from other processes hits both alike (--order=blocked: all of
 // kiln's calls, then all of tfjs's). tfjs's 1024^3 matmul takes
 // ~3 s a call, so it gets --slow-iters (default 5) calls; everything else gets --iters.
+// First eager op: --first-op-runs fresh processes per kernel family (bench/lib/first-op-child.ts):
+// the first pointwise op, matmul, reduction (each builds its family's wasm module), and all three.
 // Writes bench/results/eager.json (every sample, machine info, the bar check).
 
 import * as kiln from 'kilnjs';
@@ -48,7 +51,7 @@ const MM = 1024;
 
 const machine = machineInfo();
 const tfInfo = await setupTfjsCpu();
-console.log(`kiln eager (js backend, 1 thread) vs tfjs-core ${tfInfo.tfjsCore} + tfjs-backend-cpu (prod mode)`);
+console.log(`kiln eager (${kiln.eagerStats().backend} kernels) vs tfjs-core ${tfInfo.tfjsCore} + tfjs-backend-cpu (prod mode)`);
 console.log(`${machine.cpuModel} x${machine.logicalCpus}, node ${machine.node}, load avg ${machine.loadAvgStart.join(' ')}`);
 
 let peak: PeakMeasurement | null = null;
@@ -313,6 +316,29 @@ if (ONLY.has('W2')) {
   gradNullLeak = { steps, liveTensorsPerStep: (m1.tensors - m0.tensors) / steps, liveBytesPerStep: (m1.bytes - m0.bytes) / steps };
 }
 
+// ---------------------------------------------------------------- first eager op of a fresh process
+
+interface FirstOp { family: string; importMs: number; firstMs: number; warmMs: number; eager: { backend: string; modules: number; buildMs: number } }
+/** --first-op-runs fresh processes per kernel family (0: skipped): the first op builds its family's wasm module */
+const FIRST_RUNS = intArg(args, 'first-op-runs', 5, 0);
+const firstOps: Record<string, { runs: FirstOp[]; medianFirstMs: number; medianWarmMs: number }> = {};
+if (FIRST_RUNS > 0) {
+  const { spawnSync } = await import('node:child_process');
+  const child = new URL('./lib/first-op-child.ts', import.meta.url).pathname;
+  console.log(`\nfirst eager op of a fresh process (${FIRST_RUNS} processes per family; 256x256 float32 operands)`);
+  for (const family of ['pointwise', 'matmul', 'reduce', 'all']) {
+    const runs: FirstOp[] = [];
+    for (let i = 0; i < FIRST_RUNS; i++) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', child, family], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`first-op child (${family}) failed: ${r.stderr}`);
+      runs.push(JSON.parse(r.stdout.trim().split('\n').pop()!) as FirstOp);
+    }
+    const med = (xs: number[]) => [...xs].sort((p, q) => p - q)[xs.length >> 1]!;
+    firstOps[family] = { runs, medianFirstMs: round(med(runs.map((x) => x.firstMs))), medianWarmMs: round(med(runs.map((x) => x.warmMs)), 3) };
+    console.log(`  ${family.padEnd(9)} first ${fmtMs(firstOps[family]!.medianFirstMs).padStart(6)} ms (median; runs ${runs.map((x) => fmtMs(x.firstMs)).join(', ')}), the same op again ${fmtMs(firstOps[family]!.medianWarmMs)} ms, eager on ${runs[0]!.eager.backend}`);
+  }
+}
+
 // ---------------------------------------------------------------- report
 
 finishMachineInfo(machine);
@@ -330,7 +356,7 @@ for (const r of results) {
   }
 }
 printTable(['workload', 'impl', 'first ms', 'median ms', 'p95 ms', 'calls', 'GFLOP/s', `floor ms (${peakNote})`, 'vs floor', `kiln speedup (bar ${BAR}x)`], rows);
-console.log(`reference peak (WORKLOADS.md): ${REF_PEAK_GFLOPS} GFLOP/s, numpy/OpenBLAS, 2 threads, AVX-512; kiln eager JS and tfjs-backend-cpu run on one thread`);
+console.log(`reference peak (WORKLOADS.md): ${REF_PEAK_GFLOPS} GFLOP/s, numpy/OpenBLAS, 2 threads, AVX-512; kiln eager's wasm kernels use KILN_THREADS threads, tfjs-backend-cpu one`);
 if (peak?.gflops1Thread) console.log(`measured 1-thread BLAS peak: ${peak.gflops1Thread.toFixed(0)} GFLOP/s`);
 if (gradNullLeak) {
   console.log(`leak check: with p.grad.dispose() the training step keeps live tensors flat (${results.find((r) => r.id === 'W2')?.memory.kilnTensorsDelta ?? '?'} after all calls); ` +
@@ -347,7 +373,7 @@ writeJson(OUT, {
   date: machine.date,
   machine,
   peers: { tfjs: tfInfo },
-  kiln: { backend: 'js', threads: 1 },
+  kiln: kiln.eagerStats(),
   options: { iters: ITERS, slowIters: SLOW_ITERS, warmup: WARMUP, order: ORDER, tfjsLayout: TF_LAYOUT, batch: BATCH, dims: DIMS, lr: LR },
   method: `first call timed alone; then correctness checks; then warm-up calls; then steady-state calls ${ORDER === 'blocked' ? 'blocked (all kiln calls, then all tfjs calls)' : 'round-robin (kiln, tfjs, kiln, ...)'}. p95 is nearest-rank (the slowest call when n < 20).`,
   peak: {
@@ -362,6 +388,7 @@ writeJson(OUT, {
     speedup: round(r.speedup),
   }])),
   gradNullLeak,
+  firstEagerOp: firstOps,
 });
 console.log(`wrote ${OUT}`);
 if (failed.length) process.exitCode = 1;

@@ -1,5 +1,5 @@
 // Serving under load: `kilnjs serve`'s server (src/serve) answering W1 (the MLP 784-1024-1024-10,
-// bench/workloads/w1.ts) with kiln compiled (js), kiln eager, and onnxruntime-node running the
+// bench/workloads/w1.ts) with kiln compiled (the server's default backend, 'auto', unless --backend), kiln eager, and onnxruntime-node running the
 // same weights (bench/onnx/graphs.ts) behind the same server, each with and without dynamic
 // batching, at 1, 8 and 64 concurrent connections (autocannon, loopback only). Each request
 // is one row as safetensors bytes (3 KiB; JSON's parsing would be most of a row's cost).
@@ -10,11 +10,11 @@
 // the server's own count of 200s is checked against the client's. Outputs of the three engines
 // are compared on one batch before anything is timed.
 //
-// --fleet: two W1 servers (compiled, js), each with its own empty local cache, share one Redis
+// --fleet: two W1 servers (compiled), each with its own empty local cache, share one Redis
 // (Debian's redis-server on a free loopback port): the first compiles and publishes, the
 // second's warm-up should compile nothing; their warm-up and start-up times side by side.
 //
-// Run:  npx tsx bench/serve.ts [--connections=1,8,64] [--requests=300,1500,3000] [--seconds=30] [--fleet[=only]] [--out=bench/results/serve.json]
+// Run:  npx tsx bench/serve.ts [--backend=auto|js|wasm|native] [--connections=1,8,64] [--requests=300,1500,3000] [--seconds=30] [--fleet[=only]] [--out=bench/results/serve.json]
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +36,8 @@ const SELF = fileURLToPath(import.meta.url);
 const IN = MLP_DIMS[0];
 const MAX_BATCH = 64;
 const ENGINES = ['kiln-compiled', 'kiln-eager', 'ort'] as const;
+/** the kiln engines' compile backend: what `kilnjs serve` uses unless told otherwise */
+const BACKEND = parseArgs().get('backend') ?? 'auto';
 type EngineName = (typeof ENGINES)[number];
 
 function buildModel(): kiln.nn.Sequential {
@@ -76,7 +78,7 @@ async function server(engineName: EngineName, batching: boolean, remote: string 
   const model = buildModel();
   const buckets = pow2Buckets(MAX_BATCH);
   const inputs = [{ name: 'x', dtype: 'float32' as const, row: [IN] }];
-  const engine = engineName === 'ort' ? await ortEngine(model, buckets) : moduleEngine({ name: 'W1', model, inputs, buckets, backend: 'js', mode: engineName === 'kiln-eager' ? 'eager' : 'compiled' });
+  const engine = engineName === 'ort' ? await ortEngine(model, buckets) : moduleEngine({ name: 'W1', model, inputs, buckets, backend: BACKEND, mode: engineName === 'kiln-eager' ? 'eager' : 'compiled' });
   const remoteCache = remote ? { url: remote, secret: process.env.KILN_BENCH_FLEET_SECRET! } : undefined;
   let warmupMs = 0;
   const s = await kilnNode.serve({ model: engine, port: 0, batching, maxBatch: MAX_BATCH, maxWaitMs: 2, maxQueue: 4096, logLevel: 'silent', canary: { fraction: 0 }, ...(remoteCache ? { remoteCache } : {}), onLog: (_l, m) => void (warmupMs = Number(/^ready in \d+ ms: warm-up (\d+) ms/.exec(m)?.[1] ?? warmupMs)) });
@@ -95,7 +97,7 @@ interface Started {
 }
 
 function startServer(engine: EngineName, batching: boolean, env: Record<string, string> = { KILN_CACHE: '0' }, extra: string[] = []): Promise<Started> {
-  const p = spawn(process.execPath, ['--import', 'tsx', SELF, `--server=${engine}`, `--batching=${batching ? 1 : 0}`, ...extra], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const p = spawn(process.execPath, ['--import', 'tsx', SELF, `--server=${engine}`, `--batching=${batching ? 1 : 0}`, `--backend=${BACKEND}`, ...extra], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     let out = '';
     p.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -201,11 +203,13 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const outputs = new Map<EngineName, Float32Array>();
   const warm = new Map<string, number>();
+  let chosen: string | null = null;
   for (const engine of args.get('fleet') === 'only' ? [] : ENGINES) {
     for (const batching of [false, true]) {
       const t0 = performance.now();
       const s = await startServer(engine, batching);
       warm.set(`${engine} batching=${batching}`, Math.round(performance.now() - t0));
+      if (engine === 'kiln-compiled') chosen = s.stats.autoBackend?.chosen ?? BACKEND;
       try {
         outputs.set(engine, await predict(s.url, body));
         await load(s.url, body, 8, 100, 120); // JIT and thread pool warm (ends by count)
@@ -249,7 +253,7 @@ async function main(): Promise<void> {
     benchmark: 'serve',
     note: 'W1 (MLP 784-1024-1024-10) served by src/serve, one row per request as safetensors bytes, autocannon on loopback in the bench process, server in a child process; the 2-core machine was shared with other agents while this ran (load averages in machine): compare rows of one run, not runs',
     machine: finishMachineInfo(machine),
-    setup: { maxBatch: MAX_BATCH, buckets: 'powers of two up to 64', maxWaitMs: 2, requestsPerRun: requests, secondsCap: seconds, kilnBackend: 'js', ortThreads: availableParallelism(), kilnThreads: process.env.KILN_THREADS ?? `${availableParallelism()} (default)` },
+    setup: { maxBatch: MAX_BATCH, buckets: 'powers of two up to 64', maxWaitMs: 2, requestsPerRun: requests, secondsCap: seconds, kilnBackend: BACKEND, kilnBackendChosen: chosen, ortThreads: availableParallelism(), kilnThreads: process.env.KILN_THREADS ?? `${availableParallelism()} (default)` },
     agreementWithEager: agreement,
     serverStartMs: Object.fromEntries(warm),
     rows,

@@ -13,8 +13,9 @@
 //
 // No variant disposes by hand (kiln.scope frees each step, as a user's loop would). The bars:
 // habit no step <= 1.5x whole step; habit >= 3x faster than eager; infer grad <= 1.2x infer noGrad.
-// Peak memory of one step (each variant in a fresh process, --memory): tensor bytes (kiln.memory)
-// plus, on wasm, the heap's peak.
+// Peak memory of one step (each variant in a fresh process, --memory): the process's peak resident
+// memory above what setup left (the physical figure), beside tensor bytes (kiln.memory) and, on
+// wasm, the heap's peak (heap-resident tensors are in both of those).
 //
 // Run: npx tsx bench/torch-habit.ts [--backends=wasm,native] [--workloads=W2,W6] [--iters=20] [--memory=0]
 // Writes bench/results/torch-habit.json.
@@ -114,12 +115,16 @@ function makeStep(s: Setup, variant: VariantName, backend: string): () => number
 function memoryChild(id: string, backend: string, variant: VariantName): void {
   const s = setup(id);
   const step = makeStep(s, variant, backend);
+  const setupRss = process.memoryUsage().rss;
   step(); // compile, first-call allocations
   const base = kiln.memory().bytes;
   kiln.resetPeakMemory();
   for (let i = 0; i < 3; i++) step();
   const heap = backend === 'wasm' ? kiln.wasmStats().heap.peakBytes : null;
-  process.stdout.write(JSON.stringify({ tensorPeakBytes: kiln.memory().peakBytes - base, heapPeakBytes: heap }) + '\n');
+  // the physical figure: the process's peak resident memory above what setup left (tensor bytes
+  // count heap-resident tensors again inside the wasm heap's figure)
+  const rssPeakBytes = process.resourceUsage().maxRSS * 1024 - setupRss;
+  process.stdout.write(JSON.stringify({ tensorPeakBytes: kiln.memory().peakBytes - base, heapPeakBytes: heap, rssPeakBytes }) + '\n');
 }
 
 interface Row { workload: string; backend: string; timings: Record<string, Timing>; ratios: Record<string, number>; memory?: Record<string, unknown>; stats: Partial<kiln.CompilerStats> }
@@ -175,7 +180,10 @@ if (child) {
       console.log(`  habit no step / whole step ${fmtRatio(r.habitNoStepVsWholeStep)} (bar <= 1.5x); eager / habit ${fmtRatio(r.eagerVsHabit)} (bar >= 3x); infer grad / noGrad ${fmtRatio(r.inferGradVsNoGrad)} (bar <= 1.2x)`);
       if (row.memory) {
         const mb = (b: unknown) => (typeof b === 'number' ? `${(b / 2 ** 20).toFixed(1)} MB` : '-');
-        for (const [v, x] of Object.entries(row.memory)) console.log(`  peak memory of a step, ${v}: tensors ${mb((x as { tensorPeakBytes: number }).tensorPeakBytes)}, wasm heap ${mb((x as { heapPeakBytes: number | null }).heapPeakBytes)}`);
+        for (const [v, x] of Object.entries(row.memory)) {
+          const m = x as { tensorPeakBytes: number; heapPeakBytes: number | null; rssPeakBytes: number };
+          console.log(`  peak memory of a step, ${v}: process RSS above setup ${mb(m.rssPeakBytes)}; tensors ${mb(m.tensorPeakBytes)}, wasm heap ${mb(m.heapPeakBytes)}`);
+        }
       }
     }
   }

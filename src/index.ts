@@ -7,6 +7,8 @@ import './tensor/methods-api.js';
 import { isTensor, Tensor } from './tensor/tensor.js';
 import { keep, scope as scopeImpl } from './tensor/scope.js';
 import { memoryStats } from './tensor/storage.js';
+import { runtime } from './ops/dispatch.js';
+import { eagerStats as eagerStatsOf, type EagerStats } from './backend/wasm/eager/index.js';
 
 export { Tensor, isTensor, keep };
 export type { DType, TypedArray } from './core/dtype.js';
@@ -40,6 +42,7 @@ export {
 export { cast, copy as clone } from './ops/pointwise.js';
 export { assign } from './ops/inplace.js';
 export { setCheckNumerics, setDefaultBackend } from './ops/dispatch.js';
+export { WasmEagerBackend, type EagerStats } from './backend/wasm/eager/index.js';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
 export { backward } from './autograd/engine.js';
 export type { Backend, BackendBuffer } from './backend/backend.js';
@@ -75,6 +78,11 @@ export function scope<T>(fn: () => T): T {
 /** Live tensors and bytes, for leak checks. */
 export function memory(): { tensors: number; storages: number; bytes: number; peakBytes: number } {
   return { tensors: memoryStats.liveTensors, storages: memoryStats.liveStorages, bytes: memoryStats.liveBytes, peakBytes: memoryStats.peakBytes };
+}
+
+/** Which kernels eager ops run on (wasm or JS), what they launched, what building the wasm kernels cost. */
+export function eagerStats(): EagerStats {
+  return eagerStatsOf(runtime.backend);
 }
 
 /** Resets the peak-bytes counter (for measuring one workload). */

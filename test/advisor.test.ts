@@ -42,6 +42,16 @@ test('advise --example mlp writes a JSON report that validates against the schem
 
   assert.equal(rep.workload.name, 'mlp');
   assert.equal(rep.workload.kind, 'training');
+  // kiln.compile(model) in the ordinary loop, measured beside the whole step on the verdict's backend
+  const tf = rep.trainingForms!;
+  assert.equal(tf.status, 'ok', tf.reason ?? '');
+  assert.equal(tf.backend, rep.primaryBackend);
+  assert.deepEqual({ ...tf.moduleCompiler, aotCompiles: 0 }, { interpretedReplays: 0, interpretedReasons: [], eagerFallbacks: 0, fusionFallbacks: 0, aotCompiles: 0 }, 'the compiled module ran compiled');
+  assert.ok(tf.moduleCompiler.aotCompiles >= 1, 'a forward/backward pair was compiled');
+  assert.ok(tf.moduleLossRelErr <= 1e-3, `losses vs eager ${tf.moduleLossRelErr}`);
+  assert.ok(tf.eagerMs > 0 && tf.wholeStepMs > 0 && tf.moduleMs > 0);
+  assert.match(out.join('\n'), /training forms \(js, median step\): eager .* kiln\.compile\(model\) in the loop/);
+  assert.match(out.join('\n'), /use: kiln\.compile\((model\) in your loop|step\), the whole step)/);
   const b = rep.backends[0]!;
   assert.equal(b.backend, 'js');
   assert.equal(b.status, 'ok');

@@ -24,12 +24,12 @@ let packed: Packed | null = null;
 
 test.after(() => rmSync(tmp, { recursive: true, force: true }));
 
-test('npm pack: only dist/, the report schema, README and package.json; under 1 MB; entries, declarations and side effects in place', { timeout: 300_000 }, () => {
+test('npm pack: only dist/, the report schema, README, LICENSE and package.json; under 1 MB; entries, declarations and side effects in place', { timeout: 300_000 }, () => {
   packed = pack(tmp);
   console.log(`# packed ${packed.size} bytes (${packed.unpackedSize} unpacked), ${packed.files.length} files`);
   assert.deepEqual(packProblems(packed, join(ROOT, 'dist')), []);
   assert.ok(packed.size < MAX_PACKED_BYTES);
-  for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/node.js', 'dist/cli.js', 'dist/require/index.cjs', 'dist/advisor/examples/mlp.js', 'dist/advisor/examples/data/first-names.txt']) {
+  for (const f of ['LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/node.js', 'dist/cli.js', 'dist/require/index.cjs', 'dist/advisor/examples/mlp.js', 'dist/advisor/examples/data/first-names.txt']) {
     assert.ok(packed.files.includes(f), `${f} ships`);
   }
   assert.ok(!packed.files.some((f) => f.startsWith('src/') || f.startsWith('test/') || f.startsWith('bench/') || f.startsWith('examples/')), 'no sources, tests, benchmarks or repository examples');

@@ -36,3 +36,17 @@ test('wasm heap: every new buffer reads zeros, over reused, partly reused and fr
     assert.ok((f.data as Float32Array).every((v) => v === 0), 'after releasing the top');
   }
 });
+
+test('wasm heap: growing an unshared memory (it detaches its buffer) re-points every live buffer, values kept', () => {
+  const heap = new Heap(true);
+  const a = make(heap, 1000);
+  (a.data as Float32Array).forEach((_, i, d) => (d[i] = i + 0.5));
+  const before = a.data;
+  const big = make(heap, 4 << 20); // past the initial 1 MiB: the memory grows
+  assert.notEqual(a.data, before, 'a new view');
+  assert.equal(before.length, 0, 'the old view was detached by the growth');
+  assert.equal(a.data.length, 1000);
+  assert.ok((a.data as Float32Array).every((v, i) => v === i + 0.5), 'values kept');
+  big.release!();
+  a.release!();
+});

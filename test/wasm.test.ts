@@ -11,6 +11,7 @@ import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.j
 import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
 import { compareWithEager } from './helpers/compare-eager.js';
 import { checkMlpStepsMatchEager } from './helpers/mlp-step.js';
+import { runtime } from '../src/ops/dispatch.js';
 
 const WASM = { backend: 'wasm', fullgraph: true } as const;
 
@@ -98,7 +99,11 @@ test('wasm: threaded and single-threaded backends compute the same values', () =
 
 // ---- the heap ----
 
-test('wasm: buffers are adopted into the heap once and released when tensors are disposed', () => {
+test('wasm: buffers made outside the heap are adopted into it once and released when tensors are disposed', (ctx) => {
+  // eager tensors live in the heap already (test/eager-wasm.test.ts): plain JS buffers are the ones adopted
+  const saved = runtime.backend;
+  kiln.setDefaultBackend(new kiln.JsBackend());
+  ctx.after(() => kiln.setDefaultBackend(saved));
   kiln.compiler.reset();
   const f = kiln.compile((a: kiln.Tensor, b: kiln.Tensor) => a.mul(b).add(1).relu().sum(-1), WASM);
   const mk = (): [kiln.Tensor, kiln.Tensor] => [kiln.randn([64, 100]), kiln.randn([64, 100])];

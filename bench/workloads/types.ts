@@ -47,6 +47,8 @@ export interface Instance {
   readonly fn: (...inputs: kiln.Tensor[]) => kiln.Tensor;
   /** fn(...inputs), eagerly */
   step(): kiln.Tensor;
+  /** training: the step written against the model's call, for `kiln.compile(model)` in a loop (the advisor's TrainLoop) */
+  readonly trainLoop?: { readonly module: kiln.nn.AnyModule; step(forward: (...xs: kiln.Tensor[]) => kiln.Tensor, ...inputs: kiln.Tensor[]): kiln.Tensor };
   /** the shapes actually used, e.g. 'x[8192,768]' */
   readonly shapes: string;
   /** floating-point work of one call (matmul-class work, 2·m·n·k), or null where it is not the measure */
@@ -80,6 +82,7 @@ export function runInference(f: () => kiln.Tensor): kiln.Tensor {
 export function makeInstance(parts: {
   inputs: kiln.Tensor[];
   fn: (...inputs: kiln.Tensor[]) => kiln.Tensor;
+  trainLoop?: Instance['trainLoop'];
   shapes: string;
   flops: number | null;
   bytes?: number | null;
@@ -93,6 +96,7 @@ export function makeInstance(parts: {
     inputs: parts.inputs,
     fn: parts.fn,
     step: () => parts.fn(...parts.inputs),
+    ...(parts.trainLoop ? { trainLoop: parts.trainLoop } : {}),
     shapes: parts.shapes,
     flops: parts.flops,
     bytes: parts.bytes ?? null,

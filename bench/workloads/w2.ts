@@ -20,15 +20,17 @@ export const w2: Workload = {
     const classes = MLP_DIMS[MLP_DIMS.length - 1]!;
     const x = kiln.randn([MLP_BATCH, MLP_DIMS[0]]);
     const y = kiln.randint(0, classes, [MLP_BATCH]);
+    const step = (forward: (x: kiln.Tensor) => kiln.Tensor, x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor => {
+      opt.zeroGrad();
+      const loss = kiln.crossEntropy(forward(x), y);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
     return makeInstance({
       inputs: [x, y],
-      fn: (x: kiln.Tensor, y: kiln.Tensor) => {
-        opt.zeroGrad();
-        const loss = kiln.crossEntropy(model.call(x), y);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
+      fn: (x: kiln.Tensor, y: kiln.Tensor) => step((x) => model.call(x), x, y),
+      trainLoop: { module: model, step },
       shapes: `x[${MLP_BATCH},${MLP_DIMS[0]}] y[${MLP_BATCH}] int32`,
       flops: mlpTrainStepFlops(MLP_BATCH, MLP_DIMS),
       params: model.parameters(),

@@ -77,15 +77,17 @@ export const w6: Workload = {
     const dense = kiln.randn([cfg.batch, W6_DENSE]);
     const labels = kiln.scope(() => kiln.randint(0, 2, [cfg.batch, 1]).float());
     const ids = Array.from({ length: W6_TABLES }, () => kiln.randint(0, cfg.rows, [cfg.batch, 1]));
+    const step = (forward: (...xs: kiln.Tensor[]) => kiln.Tensor, dense: kiln.Tensor, labels: kiln.Tensor, ...ids: kiln.Tensor[]): kiln.Tensor => {
+      opt.zeroGrad();
+      const loss = kiln.binaryCrossEntropyWithLogits(forward(dense, ...ids), labels);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
     return makeInstance({
       inputs: [dense, labels, ...ids],
-      fn: (dense: kiln.Tensor, labels: kiln.Tensor, ...ids: kiln.Tensor[]) => {
-        opt.zeroGrad();
-        const loss = kiln.binaryCrossEntropyWithLogits(model.call(dense, ...ids), labels);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
+      fn: (dense: kiln.Tensor, labels: kiln.Tensor, ...ids: kiln.Tensor[]) => step((d, ...i) => model.call(d, ...i), dense, labels, ...ids),
+      trainLoop: { module: model, step },
       shapes: w6Shapes(cfg),
       flops: dlrmTrainStepFlops(cfg.batch),
       params: model.parameters(),

@@ -41,10 +41,10 @@ export async function launchChromium(path: string = CHROMIUM_PATH, extraArgs: re
 }
 
 /** Serves one HTML document from 127.0.0.1 (FACTS.md: pages behave best served, not from file://). */
-export async function servePage(html: string): Promise<{ url: string; close(): Promise<void> }> {
+export async function servePage(html: string, headers: Readonly<Record<string, string>> = {}): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     if (req.url === '/' || req.url === '/index.html') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...headers });
       res.end(html);
     } else if (req.url === '/favicon.ico') {
       res.writeHead(204).end(); // the browser asks for it on its own; the report does not

@@ -6,6 +6,7 @@
 import type { AdvisorReport } from './report.js';
 import type { BackendMeasurement } from './measure.js';
 import type { DynamicShapes } from './shape-policies.js';
+import type { TrainForm, TrainingForms } from './train-forms.js';
 
 const W = 760, H = 300, M = { l: 64, r: 20, t: 28, b: 44 };
 
@@ -239,6 +240,19 @@ export function dynamicTable(d: DynamicShapes): string {
 <ul>${d.reasons.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>`;
 }
 
+/** The two training forms beside eager: a table. */
+export function trainingFormsTable(f: TrainingForms): string {
+  if (f.status !== 'ok') return `<p class="unknown">${esc(f.status)}: ${esc(f.reason)}</p>`;
+  const c = f.moduleCompiler;
+  const rec = (x: TrainForm) => (x === f.recommended ? ' <span class="pass">recommended</span>' : '');
+  return `<table id="training-forms"><tr><th>form (${esc(f.backend)})</th><th>median step</th><th>vs eager</th></tr>
+<tr><td>eager</td><td class="n">${fmtMs(f.eagerMs)}</td><td class="n">1.00x</td></tr>
+<tr><td>whole step: <code>kiln.compile(step)</code>${rec('whole step')}</td><td class="n">${fmtMs(f.wholeStepMs)}</td><td class="n">${(f.eagerMs / f.wholeStepMs).toFixed(2)}x</td></tr>
+<tr><td>compiled module in the loop: <code>kiln.compile(model)</code>${rec('compiled module')}</td><td class="n">${fmtMs(f.moduleMs)}</td><td class="n">${f.moduleSpeedup.toFixed(2)}x</td></tr></table>
+<p class="sub">compiled module: losses vs eager ${esc(f.moduleLossRelErr.toExponential(2))}; ${c.interpretedReplays} node-by-node replays, ${c.eagerFallbacks} eager fallbacks, ${c.fusionFallbacks} fusion fallbacks.</p>
+<p>${esc(f.why)}</p>`;
+}
+
 /** The whole report as one HTML document. */
 export function renderHtml(r: AdvisorReport): string {
   const p = r.backends.find((b) => b.backend === r.primaryBackend) ?? r.backends[0]!;
@@ -273,6 +287,7 @@ ${speedupChart(r.backends)}
 <h2>Process restart: the persistent compile cache</h2>
 ${cacheTable(r)}
 ${r.dynamicShapes ? `<h2>Dynamic shapes</h2>\n${dynamicTable(r.dynamicShapes)}` : ''}
+${r.trainingForms ? `<h2>Training forms</h2>\n${trainingFormsTable(r.trainingForms)}` : ''}
 
 <h2>Cost projection</h2>
 ${costChart(r)}

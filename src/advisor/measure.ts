@@ -32,6 +32,7 @@ import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstanc
 import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
 import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';
 import { measureShapePolicies, type DynamicShapes } from './shape-policies.js';
+import { measureTrainingForms, type TrainingForms } from './train-forms.js';
 import { dispose, fmt, gradsRelErr, read, relErr, round, shapeOf, speedupInterval, summarizeMs, timedCall, valuesRelErr, type CallResult } from './calls.js';
 
 export { relErr, summarizeMs, speedupInterval } from './calls.js';
@@ -199,6 +200,11 @@ export interface Measurement {
   backends: BackendMeasurement[];
   /** the persistent cache this process's environment configures (the checklist's 'cache' item) */
   cacheConfig: CacheConfig;
+  /**
+   * training: kiln.compile(model) in an ordinary loop beside the whole-step compile, on the
+   * verdict's backend (null for inference)
+   */
+  trainingForms: TrainingForms | null;
   /** shape policies over the production shapes (more than one distinct), on the first backend */
   dynamicShapes: DynamicShapes | null;
   notMeasured: NotMeasured[];
@@ -382,6 +388,16 @@ async function measureBackend(lw: LoadedWorkload, backend: string, o: MeasureOpt
 
 // ---------------------------------------------------------------- all backends
 
+/**
+ * The backend the verdict is about: the fastest compiled steady state among the backends that
+ * ran and passed the accuracy check (the first measured one when none did, so its problems are
+ * what the verdict reports).
+ */
+export function pickPrimary<B extends { status: string; accuracy: { ok: boolean }; compiled: { medianMs: number } }>(bs: readonly B[]): B | undefined {
+  const good = bs.filter((b) => b.status === 'ok' && b.accuracy.ok);
+  return good.length ? good.reduce((a, b) => (b.compiled.medianMs < a.compiled.medianMs ? b : a)) : bs[0];
+}
+
 export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> = {}): Promise<Measurement> {
   const o: MeasureOptions = { ...DEFAULT_MEASURE, ...opts };
   if (!(Number.isInteger(o.calls) && o.calls >= 1)) throw new Error(`calls must be a positive integer, got ${o.calls}`);
@@ -409,6 +425,10 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
   if (distinct.length > 1 && backends[0]!.status === 'ok') {
     dynamicShapes = await measureShapePolicies(lw, distinct, { backend: o.backends[0]!, seed: o.seed, calls: o.calls, tolerance: o.tolerance, progress: say, ...(config !== null ? { config } : {}) });
   }
+  const primary = pickPrimary(backends)!;
+  const trainingForms = w.kind === 'training' && primary.status === 'ok'
+    ? await measureTrainingForms(lw, { backend: primary.backend, seed: o.seed, calls: o.calls, warmup: o.warmup, tolerance: o.tolerance, progress: say, ...(config !== null ? { config } : {}) })
+    : null;
   return {
     workload: { name: w.name, kind: w.kind, description: w.description ?? null, source: lw.source, config, shapes: shapes ? [...shapes] : null, inputShapes },
     options: { ...options, backends: [...o.backends] },
@@ -424,6 +444,7 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
     backends,
     cacheConfig: cacheConfig(),
     dynamicShapes,
+    trainingForms,
     notMeasured: notMeasured(backends.map((b) => b.cacheCheck), shapes ?? null, dynamicShapes),
     totalMs: round(performance.now() - t0, 1),
   };

@@ -1,9 +1,10 @@
 // The advisor's report: measurement + usage -> projection, verdict and checklist, as a JSON
 // document (docs/advisor-report.schema.json) and as a terminal summary.
 
-import type { BackendMeasurement, Measurement } from './measure.js';
+import { pickPrimary, type BackendMeasurement, type Measurement } from './measure.js';
 import type { CacheConfig } from './cache-check.js';
 import type { DynamicShapes } from './shape-policies.js';
+import { trainingFormLines, type TrainingForms } from './train-forms.js';
 import {
   BREAK_EVEN_DEFINITION, checklist, decide, DEFAULT_THRESHOLDS, project,
   type CacheFacts, type CheckItem, type DynamicFacts, type Projection, type Usage, type VerdictInput, type VerdictResult, type VerdictThresholds,
@@ -36,6 +37,8 @@ export interface AdvisorReport {
   cacheConfig: CacheConfig;
   /** shape policies over the production shapes (null: fewer than two shapes, or not run) */
   dynamicShapes: DynamicShapes | null;
+  /** training: kiln.compile(model) in an ordinary loop beside the whole-step compile (null: inference) */
+  trainingForms: TrainingForms | null;
   breakEvenDefinition: string;
   projection: Projection;
   verdict: VerdictResult;
@@ -130,6 +133,7 @@ export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions
     backends: meas.backends,
     cacheConfig: meas.cacheConfig,
     dynamicShapes: meas.dynamicShapes,
+    trainingForms: meas.trainingForms,
     breakEvenDefinition: BREAK_EVEN_DEFINITION,
     projection,
     verdict,
@@ -137,16 +141,6 @@ export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions
     notMeasured: meas.notMeasured,
     measurementMs: meas.totalMs,
   } satisfies AdvisorReport);
-}
-
-/**
- * The backend the verdict is about: the fastest compiled steady state among the backends that
- * ran and passed the accuracy check (the first measured one when none did, so its problems are
- * what the verdict reports).
- */
-function pickPrimary<B extends { status: string; accuracy: { ok: boolean }; compiled: { medianMs: number } }>(bs: readonly B[]): B | undefined {
-  const good = bs.filter((b) => b.status === 'ok' && b.accuracy.ok);
-  return good.length ? good.reduce((a, b) => (b.compiled.medianMs < a.compiled.medianMs ? b : a)) : bs[0];
 }
 
 /** Whether compiled is faster on the primary backend (for --fail-if-slower). */
@@ -198,6 +192,7 @@ export function formatSummary(r: AdvisorReport): string {
   for (const x of c.recompiles.slice(0, 5)) L.push(`    recompile: ${x.reason}`);
   L.push(`  memory (peak growth during a call): eager ${fmtBytes(p.eager.peakBytes)}, compiled ${fmtBytes(p.compiled.peakBytes)} + planned program buffers ${fmtBytes(p.compiled.planPeakBytes)}`);
   if (r.dynamicShapes) L.push('', ...dynamicLines(r.dynamicShapes));
+  if (r.trainingForms) L.push('', ...trainingFormLines(r.trainingForms));
   const j = r.projection;
   L.push('');
   L.push(`  usage: ${fmtNum(j.callsPerDay)} calls/day, ${fmtNum(Math.round(j.callsPerProcess))} calls per process (${fmtNum(Math.round(j.processStartsPerMonth))} starts/month)${r.usage.assumptions.length ? ` [assumed: ${r.usage.assumptions.join('; ')}]` : ''}`);

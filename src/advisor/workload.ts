@@ -34,6 +34,9 @@
 //   call inside kiln.scope (inference also under kiln.noGrad) and calls dispose() at the end.
 // - The restart measurement (cache-check.ts) loads the workload again in fresh processes, by
 //   example name or module path: a workload object that lives only in memory skips it.
+// - A training instance may add `trainLoop: { module, step(forward, ...inputs) }`, the same step
+//   written against `forward` (the model's call): the advisor then also times
+//   `kiln.compile(module)` in that ordinary loop and says which form to use (train-forms.ts).
 // - With several `shapes`, the inputs at each shape are the setup's inputs tiled (shapes.ts),
 //   so fn must accept any of the declared shapes.
 
@@ -68,8 +71,22 @@ export interface WorkloadInstance {
    * (a warm start; inference only: training steps write gradients and always trace)
    */
   readonly captures?: Readonly<Record<string, kiln.Tensor>>;
+  /**
+   * training, optional: the same step as a PyTorch user writes it, against the model's call.
+   * With it the advisor also measures `kiln.compile(module)` in an unchanged loop (forward and
+   * backward compiled; loss, backward() and the optimizer step outside) beside the whole-step
+   * compile, and says which form to use (train-forms.ts).
+   */
+  readonly trainLoop?: TrainLoop;
   /** frees parameters, optimizer state and inputs (optional) */
   dispose?(): void;
+}
+
+/** A training step written against `forward`: what `fn` does, with `forward` standing for `module.call`. */
+export interface TrainLoop {
+  readonly module: kiln.nn.AnyModule;
+  /** zeroGrad, forward, loss, backward(), optimizer step; returns the loss */
+  step(forward: (...xs: kiln.Tensor[]) => kiln.Tensor, ...inputs: kiln.Tensor[]): kiln.Tensor;
 }
 
 export interface Workload {
@@ -140,6 +157,12 @@ export function checkInstance(x: unknown, name: string): WorkloadInstance {
   if (o.params !== undefined && !(Array.isArray(o.params) && o.params.every((t) => kiln.isTensor(t)))) throw new WorkloadError(`${where}: 'params' must be an array of tensors`);
   if (o.captures !== undefined && !(typeof o.captures === 'object' && o.captures !== null && Object.values(o.captures).every((t) => kiln.isTensor(t)))) {
     throw new WorkloadError(`${where}: 'captures' must be an object of named tensors (e.g. model.stateDict())`);
+  }
+  if (o.trainLoop !== undefined) {
+    const l = o.trainLoop as Record<string, unknown> | null;
+    if (typeof l !== 'object' || l === null || !(l.module instanceof kiln.nn.Module) || typeof l.step !== 'function') {
+      throw new WorkloadError(`${where}: 'trainLoop' must be { module: an nn.Module, step(forward, ...inputs) } (the step written against the model's call)`);
+    }
   }
   return x as WorkloadInstance;
 }

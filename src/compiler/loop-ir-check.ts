@@ -178,6 +178,7 @@ export class KernelChecker {
     this.int(o.sCol, 'operand column stride');
     this.optSym(o, 'sRowSym');
     this.optSym(o, 'sColSym');
+    if (o.dtype !== undefined) this.dtype(o.dtype);
   }
 
   kernel(v: unknown): LoopKernel {

@@ -111,6 +111,8 @@ export interface MatmulOperand {
   readonly sCol: number;
   readonly sRowSym?: Sym;
   readonly sColSym?: Sym;
+  /** the element type when it is not the kernel's (eager kernels accumulate float32 data in float64) */
+  readonly dtype?: DType;
 }
 
 /** C = A·B with a fused epilogue; epilogue vars are batch..., i, j. */
@@ -399,7 +401,7 @@ export function specializeKernel<K extends LoopKernel>(k: K, sizes: readonly num
 export function bufferDTypes(k: LoopKernel): Map<number, DType> {
   const out = new Map<number, DType>();
   for (const l of kernelLoadExprs(k)) out.set(l.buf, l.dtype);
-  if (k.kind === 'matmul') for (const b of [k.a.buf, k.b.buf]) if (!out.has(b)) out.set(b, k.dtype);
+  if (k.kind === 'matmul') for (const o of [k.a, k.b]) if (!out.has(o.buf)) out.set(o.buf, o.dtype ?? k.dtype);
   if (k.kind === 'attention') for (const b of [k.query.buf, k.key.buf, k.value.buf]) if (!out.has(b)) out.set(b, k.dtype);
   for (const s of kernelStores(k)) out.set(s.buf, s.dtype);
   return out;

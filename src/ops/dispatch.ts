@@ -3,7 +3,7 @@
 // and attach the autograd node when an input requires grad.
 
 import type { Backend } from '../backend/backend.js';
-import { JsBackend } from '../backend/js/index.js';
+import { defaultEagerBackend } from '../backend/wasm/eager/index.js';
 import type { ViewArg } from '../backend/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
@@ -51,7 +51,8 @@ export interface TraceHook {
 }
 
 export const runtime = {
-  backend: new JsBackend() as Backend,
+  /** eager ops' backend: wasm kernels over the JS backend's buffers where WebAssembly SIMD exists (src/backend/wasm/eager) */
+  backend: defaultEagerBackend(),
   tracer: null as TraceHook | null,
   /** KILN_DEBUG_NAN: check every kernel's output for NaN/Inf */
   checkNumerics: typeof process !== 'undefined' && !!process.env?.KILN_DEBUG_NAN,

@@ -23,7 +23,8 @@ model (one of):
 server:
   --host HOST                address to listen on (default 127.0.0.1)
   --port N                   port (default 8080; 0: any free port, printed when listening)
-  --backend NAME             kiln.compile backend of a module file (default js: js, wasm, native, auto);
+  --backend NAME             kiln.compile backend of a module file (default auto, the fastest that runs
+                             here: js, wasm, native, auto);
                              of an artifact: which stored program runs
   --mode compiled|eager      the path that answers first (default compiled)
   --max-batch N              most rows per batch and per request (default 32)

@@ -23,7 +23,7 @@ export interface ModuleEngineOptions {
   readonly model: AnyModule;
   readonly inputs: readonly InputSpec[];
   readonly buckets: readonly number[];
-  /** kiln.compile's backend (default 'js') */
+  /** kiln.compile's backend (default: kiln.compile's, 'auto': the fastest that runs here) */
   readonly backend?: string;
   /** where it starts (default 'compiled') */
   readonly mode?: Mode;
@@ -34,8 +34,7 @@ export interface ModuleEngineOptions {
 export function moduleEngine(o: ModuleEngineOptions): Engine {
   const model = o.model as unknown as { forward(...a: Tensor[]): unknown; eval(): unknown };
   model.eval();
-  const backend = o.backend ?? 'js';
-  const compiled = compile(o.model as never, { ...o.compile, backend, name: o.name, dynamic: false, recompileLimit: o.buckets.length + 2 }) as unknown as CompiledModule<{ training: boolean; forward(...a: unknown[]): unknown }>;
+  const compiled = compile(o.model as never, { ...o.compile, ...(o.backend !== undefined ? { backend: o.backend } : {}), name: o.name, dynamic: false, recompileLimit: o.buckets.length + 2 }) as unknown as CompiledModule<{ training: boolean; forward(...a: unknown[]): unknown }>;
   const rowsAt = (n: number) => o.inputs.map((s) => [n, ...s.row]);
   const dtypes: DType[] = o.inputs.map((s) => s.dtype);
   const largest = o.buckets[o.buckets.length - 1]!;
@@ -44,7 +43,7 @@ export function moduleEngine(o: ModuleEngineOptions): Engine {
   const leaves = verdict.ok ? (verdict.leaves ?? 'whole') : null;
   const modes: Mode[] = o.mode === 'eager' ? ['eager', 'compiled'] : ['compiled', 'eager'];
   return {
-    name: `${o.name} (kiln, ${backend})`,
+    name: `${o.name} (kiln, ${o.backend ?? 'auto'})`,
     inputs: o.inputs,
     modes,
     buckets: o.buckets,

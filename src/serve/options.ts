@@ -16,7 +16,7 @@ export interface ServeOptions {
   readonly host?: string;
   /** default 8080; 0 picks a free port (KilnServer.port says which) */
   readonly port?: number;
-  /** kiln.compile backend for module files (default 'js'); for artifacts, which stored program runs */
+  /** kiln.compile backend for module files (default 'auto', kiln.compile's: the fastest that runs here); for artifacts, which stored program runs */
   readonly backend?: string;
   /** the path that answers first (default 'compiled') */
   readonly mode?: Mode;

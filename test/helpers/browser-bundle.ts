@@ -13,9 +13,10 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * The page's script: `entry` (TypeScript; imports resolve from the repository root, and
- * `kilnjs` is ./src/index.ts, by tsconfig.json's paths) bundled for the browser as one ES module.
+ * `kilnjs` is ./src/index.ts, by tsconfig.json's paths) bundled for the browser as one ES module;
+ * `redirect`: module specifiers bundled from another file (node:test for test files in a page).
  */
-export async function bundleForBrowser(entry: string, sourcefile = 'page.ts'): Promise<string> {
+export async function bundleForBrowser(entry: string, sourcefile = 'page.ts', redirect: Readonly<Record<string, string>> = {}): Promise<string> {
   const r = await build({
     stdin: { contents: entry, resolveDir: ROOT, loader: 'ts', sourcefile },
     bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true,
@@ -29,6 +30,7 @@ export async function bundleForBrowser(entry: string, sourcefile = 'page.ts'): P
     plugins: [{
       name: 'stub-node-url',
       setup(b) {
+        b.onResolve({ filter: /^node:/ }, (a) => (redirect[a.path] ? { path: redirect[a.path] } : undefined));
         b.onResolve({ filter: /^node:url$/ }, () => ({ path: 'node:url', namespace: 'stub' }));
         b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({ contents: 'export const pathToFileURL = () => ({ href: "" });', loader: 'js' }));
       },

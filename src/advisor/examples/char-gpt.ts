@@ -82,17 +82,25 @@ export function createCharGpt(config: GptConfig, seed = 0): GPT {
 }
 
 /** Mean cross entropy per target character (padding ignored). */
-export function charLoss(model: GPT, x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor {
-  const logits = model.call(x); // [B, T, V]
+export function charLoss(forward: (x: kiln.Tensor) => kiln.Tensor, x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor {
+  const logits = forward(x); // [B, T, V]
   const v = logits.shape[2]!;
   return kiln.crossEntropy(logits.reshape([-1, v]), y.reshape([-1]), { ignoreIndex: IGNORE });
 }
 
 /** One AdamW step: zeroGrad, forward, loss, backward, step; returns the loss. Wrap it in kiln.compile to compile it. */
 export function makeTrainStep(model: GPT, opt: { zeroGrad(): void; step(): void }): (x: kiln.Tensor, y: kiln.Tensor) => kiln.Tensor {
+  const step = makeLoopStep(opt);
   return function charGptStep(x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor {
+    return step((x) => model.call(x), x, y);
+  };
+}
+
+/** The same step against `forward` (the model's call, or kiln.compile(model)): an ordinary training loop's body. */
+export function makeLoopStep(opt: { zeroGrad(): void; step(): void }): (forward: (x: kiln.Tensor) => kiln.Tensor, x: kiln.Tensor, y: kiln.Tensor) => kiln.Tensor {
+  return (forward, x, y) => {
     opt.zeroGrad();
-    const loss = charLoss(model, x, y);
+    const loss = charLoss(forward, x, y);
     loss.backward();
     opt.step();
     return loss;
@@ -118,6 +126,6 @@ export const workload: Workload = {
     model.train();
     const opt = new kiln.optim.AdamW(model.parameters(), { lr: 1e-2, betas: [0.9, 0.99], weightDecay: 0.01 });
     const inputs = [x, y];
-    return { inputs, fn: makeTrainStep(model, opt), params: model.parameters(), dispose: () => disposeTraining(model, opt, inputs) };
+    return { inputs, fn: makeTrainStep(model, opt), trainLoop: { module: model, step: makeLoopStep(opt) }, params: model.parameters(), dispose: () => disposeTraining(model, opt, inputs) };
   },
 };

@@ -121,15 +121,17 @@ export const workload: Workload = {
     const model = new Denoiser(1, 16, 4);
     const opt = new optim.Adam(model.parameters(), { lr: 2e-3 });
     const inputs = [noisy, clean];
+    const step = (forward: (x: kiln.Tensor) => kiln.Tensor, noisy: kiln.Tensor, clean: kiln.Tensor): kiln.Tensor => {
+      opt.zeroGrad();
+      const loss = kiln.mseLoss(forward(noisy), clean);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
     return {
       inputs,
-      fn: (noisy: kiln.Tensor, clean: kiln.Tensor): kiln.Tensor => {
-        opt.zeroGrad();
-        const loss = kiln.mseLoss(model.call(noisy), clean);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
+      fn: (noisy: kiln.Tensor, clean: kiln.Tensor): kiln.Tensor => step((x) => model.call(x), noisy, clean),
+      trainLoop: { module: model, step },
       params: model.parameters(),
       dispose: () => disposeTraining(model, opt, inputs),
     };

@@ -95,15 +95,17 @@ export const workload: Workload = {
     const y = kiln.keep(data.yTrain.narrow(0, 0, MLP_BATCH).contiguous());
     for (const t of [data.xTrain, data.yTrain, data.xTest, data.yTest]) t.dispose();
     const inputs = [x, y];
+    const step = (forward: (x: kiln.Tensor) => kiln.Tensor, x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor => {
+      opt.zeroGrad();
+      const loss = kiln.crossEntropy(forward(x), y);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
     return {
       inputs,
-      fn: (x: kiln.Tensor, y: kiln.Tensor) => {
-        opt.zeroGrad();
-        const loss = kiln.crossEntropy(model.call(x), y);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
+      fn: (x: kiln.Tensor, y: kiln.Tensor) => step((x) => model.call(x), x, y),
+      trainLoop: { module: model, step },
       params: model.parameters(),
       dispose: () => disposeTraining(model, opt, inputs),
     };

@@ -293,19 +293,21 @@ export const workload: Workload = {
     kiln.manualSeed(seed);
     const model = new DlrmClickModel(cfg);
     const opt = new optim.Adam(model.parameters(), { lr: cfg.lr });
+    const step = (forward: (dense: kiln.Tensor, ids: kiln.Tensor) => kiln.Tensor, dense: kiln.Tensor, ids: kiln.Tensor, labels: kiln.Tensor): kiln.Tensor => {
+      const idx = kiln.add(kiln.mul(cursor, B), offsets);
+      const next = kiln.add(cursor, 1);
+      kiln.assign(cursor, kiln.where(kiln.ge(next, WORKLOAD_POOL_BATCHES), 0, next));
+      opt.zeroGrad();
+      const logits = forward(kiln.indexSelect(dense, 0, idx), kiln.indexSelect(ids, 0, idx));
+      const loss = kiln.binaryCrossEntropyWithLogits(logits, kiln.indexSelect(labels, 0, idx));
+      loss.backward();
+      opt.step();
+      return loss;
+    };
     return {
       inputs,
-      fn: (dense: kiln.Tensor, ids: kiln.Tensor, labels: kiln.Tensor): kiln.Tensor => {
-        const idx = kiln.add(kiln.mul(cursor, B), offsets);
-        const next = kiln.add(cursor, 1);
-        kiln.assign(cursor, kiln.where(kiln.ge(next, WORKLOAD_POOL_BATCHES), 0, next));
-        opt.zeroGrad();
-        const logits = model.call(kiln.indexSelect(dense, 0, idx), kiln.indexSelect(ids, 0, idx));
-        const loss = kiln.binaryCrossEntropyWithLogits(logits, kiln.indexSelect(labels, 0, idx));
-        loss.backward();
-        opt.step();
-        return loss;
-      },
+      fn: (dense: kiln.Tensor, ids: kiln.Tensor, labels: kiln.Tensor): kiln.Tensor => step((d, i) => model.call(d, i), dense, ids, labels),
+      trainLoop: { module: model, step },
       params: model.parameters(),
       dispose: () => disposeTraining(model, opt, [...inputs, cursor, offsets]),
     };

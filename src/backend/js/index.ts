@@ -122,7 +122,8 @@ export class JsBackend implements Backend {
 const importedSources = new WeakMap<object, string>();
 const loopSource = (k: LoopKernel, nBuffers: number): string => importedSources.get(k) ?? renderKernelSource(k, nBuffers);
 
-function specKey(spec: KernelSpec): string {
+/** The cache key of a prepared kernel (pointwise: by expression text). */
+export function specKey(spec: KernelSpec): string {
   if (spec.kind === 'pointwise') return `pw|${exprKey(spec.expr)}|${spec.outDType}|${spec.nInputs}|${spec.ndim}`;
   // the source is the same for every row count of a split loop: the extent is part of the key
   if (spec.kind === 'loop') return `loop|${kernelExtent(spec.kernel)}|${kernelWork(spec.kernel)}|${loopSource(spec.kernel, spec.nBuffers)}`;

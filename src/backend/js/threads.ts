@@ -213,13 +213,13 @@ export function workerExecArgv(): string[] {
 
 let pool: ThreadPool | null | undefined;
 
-/** Threads for compiled kernels: KILN_THREADS, else the machine's cores (1 = no pool). */
+/** Threads for kernels: KILN_THREADS, else the machine's cores (Node: os, browsers: navigator; 1 = no pool). */
 export function threadCount(): number {
   const proc = (globalThis as { process?: { env?: Record<string, string | undefined>; getBuiltinModule?: (m: string) => unknown } }).process;
   const env = Number(proc?.env?.KILN_THREADS);
   if (Number.isInteger(env) && env > 0) return env;
   const os = proc?.getBuiltinModule?.('node:os') as { availableParallelism?: () => number } | undefined;
-  return os?.availableParallelism?.() ?? 1;
+  return os?.availableParallelism?.() ?? (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
 }
 
 /** The shared pool, or null where threads are unavailable (browsers without isolation, 1 core). */

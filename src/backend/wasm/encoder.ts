@@ -153,8 +153,8 @@ export class ModuleBuilder {
     };
     const importIdx = this.imports.map((im) => typeIndex(im.type));
     const funcIdx = this.funcs.map((f) => typeIndex(f.type));
-    const out: number[] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-    section(1, [...uleb(typeBytes.length), ...typeBytes.flat()], out);
+    const head: number[] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+    section(1, [...uleb(typeBytes.length), ...typeBytes.flat()], head);
     const imp: number[] = [];
     uleb(this.imports.length + 1, imp);
     name('env', imp);
@@ -166,8 +166,8 @@ export class ModuleBuilder {
       name(im.name, imp);
       imp.push(0x00, ...uleb(importIdx[i]!));
     });
-    section(2, imp, out);
-    section(3, [...uleb(funcIdx.length), ...funcIdx.flatMap((i) => uleb(i))], out);
+    section(2, imp, head);
+    section(3, [...uleb(funcIdx.length), ...funcIdx.flatMap((i) => uleb(i))], head);
     const exp: number[] = [];
     const exported = this.funcs.filter((f) => f.exported);
     uleb(exported.length, exp);
@@ -175,11 +175,9 @@ export class ModuleBuilder {
       name(f.name, exp);
       exp.push(0x00, ...uleb(this.indexOf(f)));
     }
-    section(7, exp, out);
-    const code: number[] = [];
-    uleb(this.funcs.length, code);
-    for (const f of this.funcs) {
-      const body: number[] = [];
+    section(7, exp, head);
+    // the code section, written straight into the module's bytes (function bodies are most of them)
+    const prefixes = this.funcs.map((f) => {
       // locals as runs of the same type
       const runs: [number, ValType][] = [];
       for (const t of f.locals) {
@@ -187,14 +185,33 @@ export class ModuleBuilder {
         if (last && last[1] === t) last[0]++;
         else runs.push([1, t]);
       }
-      uleb(runs.length, body);
-      for (const [n, t] of runs) body.push(...uleb(n), t);
-      for (const b of f.code) body.push(b);
-      body.push(Op.end);
-      uleb(body.length, code);
-      for (const b of body) code.push(b);
-    }
-    section(10, code, out);
-    return Uint8Array.from(out);
+      const locals: number[] = [];
+      uleb(runs.length, locals);
+      for (const [n, t] of runs) locals.push(...uleb(n), t);
+      const size = locals.length + f.code.length + 1;
+      return { size: uleb(size), locals };
+    });
+    const count = uleb(this.funcs.length);
+    const codeLen = prefixes.reduce((a, p, i) => a + p.size.length + p.locals.length + this.funcs[i]!.code.length + 1, count.length);
+    const secLen = uleb(codeLen);
+    const out = new Uint8Array(head.length + 1 + secLen.length + codeLen);
+    out.set(head, 0);
+    let o = head.length;
+    out[o++] = 10;
+    out.set(secLen, o);
+    o += secLen.length;
+    out.set(count, o);
+    o += count.length;
+    this.funcs.forEach((f, i) => {
+      const p = prefixes[i]!;
+      out.set(p.size, o);
+      o += p.size.length;
+      out.set(p.locals, o);
+      o += p.locals.length;
+      out.set(f.code, o);
+      o += f.code.length;
+      out[o++] = Op.end;
+    });
+    return out;
   }
 }

@@ -1,7 +1,8 @@
 // One WebAssembly.Memory for every wasm kernel (shared between threads where the platform
-// allows it) and a first-fit allocator with coalescing over it. Buffers stay JsBuffers: the
-// first time a wasm kernel touches one it is adopted (its data copied once into the heap and
-// `buf.data` replaced by a view there), so eager JS kernels keep working on the same memory.
+// allows it) and a first-fit allocator with coalescing over it. Buffers stay JsBuffers: eager
+// tensors are allocated here (../eager), and a buffer made elsewhere is adopted the first time
+// a wasm kernel touches it (its data copied once into the heap and `buf.data` replaced by a
+// view there), so JS kernels keep working on the same memory.
 //
 // Regions are 16-byte aligned and followed by 16 bytes of padding: a vectorized loop's last,
 // partial vector may read (never write) up to 12 bytes past a buffer's end.
@@ -19,9 +20,10 @@ const BASE = 64;
 interface Region {
   readonly addr: number;
   readonly bytes: number;
-  /** the buffer living here (re-pointed when an unshared memory grows) and the view we gave it */
+  /** the buffer living here (re-pointed when an unshared memory grows), the view we gave it and its length (a detached view reads 0) */
   buf?: WeakRef<JsBuffer>;
   view?: TypedArray;
+  length?: number;
 }
 
 export interface HeapStats {
@@ -146,9 +148,15 @@ export class Heap {
     if (!this.shared) {
       for (const r of this.live.values()) {
         const b = r.buf?.deref();
-        if (b && r.view && b.data === r.view) b.data = r.view = new TYPED_ARRAY[b.dtype](this.memory.buffer, r.addr, r.view.length);
+        if (b && r.view && r.length !== undefined && b.data === r.view) b.data = r.view = new TYPED_ARRAY[b.dtype](this.memory.buffer, r.addr, r.length);
       }
     }
+  }
+
+  /** Whether `buf`'s data is a live region of this heap (a wasm kernel can use it without a copy). */
+  owns(buf: JsBuffer): boolean {
+    const r = this.owner.get(buf);
+    return !!r && this.live.get(r.addr) === r && buf.data === r.view;
   }
 
   /**
@@ -191,6 +199,7 @@ export class Heap {
     const region = this.live.get(addr)!;
     region.buf = new WeakRef(buf);
     region.view = view;
+    region.length = view.length;
     this.owner.set(buf, region);
     this.finalizer.register(buf, addr, buf);
     buf.release = () => this.drop(buf, region);
@@ -212,3 +221,13 @@ export class Heap {
   }
 }
 
+
+let processHeap_: Heap | null = null;
+
+/**
+ * The process's heap: eager tensors (../eager) and compiled wasm programs share it, so neither
+ * copies the other's buffers.
+ */
+export function processHeap(): Heap {
+  return (processHeap_ ??= new Heap());
+}

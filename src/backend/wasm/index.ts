@@ -11,9 +11,9 @@ import { JsBackend, JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
 import { chunkGrain, threadCount } from '../js/threads.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
-import { Heap, type HeapStats } from './heap.js';
-import { describeKernel, renderModule, type RenderedKernel } from './render.js';
-import { createPool, type WasmPool } from './threads.js';
+import { Heap, processHeap, type HeapStats } from './heap.js';
+import { describeKernel, renderModule, renderModuleSkipping, type RenderedKernel } from './render.js';
+import { createPool, poolUnavailableReason, type WasmPool } from './threads.js';
 import { mathImports } from './imports.js';
 import { WasmCompileError, WasmUnavailableError } from './errors.js';
 import { DynamicLaunch } from './dynamic.js';
@@ -102,27 +102,48 @@ export class WasmBackend extends JsBufferBackend implements Backend {
   private readonly instances = new Map<number, WebAssembly.Instance>();
   /** compiled kernels by key (functions of this backend's instances, over its memory) */
   private readonly compiledKernels = new Map<string, CompiledFn>();
-  private pool: WasmPool | null = null;
+  /** the worker pool, made at the first parallel launch or prewarm (undefined: not yet) */
+  private poolState: WasmPool | null | undefined;
   readonly singleThreadReason: string | null;
+  private readonly plannedThreads: number;
   /** per-thread scratch regions (matmul packing), grown on demand */
   private scratch: { addr: number[]; bytes: number } = { addr: [], bytes: 0 };
   private readonly imports: WebAssembly.Imports;
   /** messages for the logs (set by register.ts) */
   log: (msg: string) => void = () => {};
 
-  constructor(js: JsBackend = new JsBackend(), opts: { threads?: number; shared?: boolean } = {}) {
+  /** `heap`: the memory to run over (default: a new one; the process's backend uses processHeap()) */
+  constructor(js: JsBackend = new JsBackend(), opts: { threads?: number; shared?: boolean; heap?: Heap } = {}) {
     const why = wasmUnavailableReason();
     if (why) throw new WasmUnavailableError(why);
     super(js);
-    this.heap = new Heap(opts.shared === false);
+    this.heap = opts.heap ?? new Heap(opts.shared === false);
     this.imports = { env: { memory: this.heap.memory }, math: mathImports() };
-    const pool = createPool(opts.threads ?? threadCount(), this.heap.memory, this.heap.shared);
-    if (typeof pool === 'string') this.singleThreadReason = this.heap.unsharedReason ?? pool;
-    else (this.pool = pool), (this.singleThreadReason = null);
+    const threads = opts.threads ?? threadCount();
+    const noPool = poolUnavailableReason(threads, this.heap.shared);
+    this.singleThreadReason = noPool === null ? null : (this.heap.unsharedReason ?? noPool);
+    this.plannedThreads = noPool === null ? threads : 1;
   }
 
   get threads(): number {
-    return this.pool?.threads ?? 1;
+    return this.plannedThreads;
+  }
+
+  /**
+   * The pool, made on first need: eager kernels run over this backend too, and a process that
+   * never runs a large kernel never starts a worker (kiln.compile starts them early: prewarm).
+   */
+  private get pool(): WasmPool | null {
+    if (this.poolState === undefined) {
+      const p = this.singleThreadReason === null ? createPool(this.plannedThreads, this.heap.memory, this.heap.shared) : null;
+      this.poolState = typeof p === 'string' ? null : p;
+    }
+    return this.poolState;
+  }
+
+  /** kiln.compile: the workers start booting now (~60 ms each), not inside the first call. */
+  prewarm(): void {
+    void this.pool;
   }
 
   // No `outputRecycling`: the heap reuses a freed output's region itself (first fit), so a
@@ -146,8 +167,26 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     return k;
   }
 
+  /**
+   * Prepares a fixed set of kernels as one module (the eager kernels, ../eager): a kernel the
+   * renderer cannot emit gets null (and `skip` is told why) instead of failing the others.
+   */
+  prepareModule(kernels: readonly LoopKernel[], skip: (k: LoopKernel, e: Error) => void): (PreparedKernel | null)[] {
+    const prepared = kernels.map((kernel) => this.prepare({ kind: 'loop', kernel, nBuffers: 0 }) as WasmKernel);
+    const failed = new Set<string>();
+    this.flush((k, e) => {
+      failed.add(kernelKey(k));
+      skip(k, e);
+    });
+    return prepared.map((k) => {
+      if (!failed.has(k.key)) return k;
+      this.prepared.delete(k.key);
+      return null;
+    });
+  }
+
   /** Compiles the kernels prepared since the last flush as one module. */
-  flush(): void {
+  flush(skip?: (k: LoopKernel, e: Error) => void): void {
     const todo: WasmKernel[] = [];
     for (const k of this.pending.splice(0)) {
       k.compiled ??= this.compiledKernels.get(k.key) ?? null;
@@ -155,7 +194,7 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     }
     if (todo.length === 0) return;
     const t0 = performance.now();
-    const { bytes, kernels } = renderModule(todo.map((k) => k.kernel), this.heap.shared);
+    const { bytes, kernels } = skip ? renderModuleSkipping(todo.map((k) => k.kernel), this.heap.shared, skip) : renderModule(todo.map((k) => k.kernel), this.heap.shared);
     const mkey = bytesKey(bytes);
     let module = modules.get(mkey);
     if (!module) {
@@ -171,7 +210,8 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     const moduleId = this.instances.size;
     this.instances.set(moduleId, instance);
     todo.forEach((k, i) => {
-      const r = kernels[i]!;
+      const r = kernels[i];
+      if (!r) return;
       rememberModule(k.key, { bytes, r }); // for exportCode (the compile cache)
       const c: CompiledFn = { fn: instance.exports[r.name] as (...a: number[]) => void, r, moduleId, module: module! };
       this.compiledKernels.set(k.key, c);
@@ -215,8 +255,9 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     }
     const scratch0 = this.scratch.addr[0] ?? 0;
     if (a.range) return c.fn(...addrs, a.range[0], a.range[1], scratch0, k.aux);
-    if (this.pool && parallel) {
-      this.pool.run(c.moduleId, c.module, c.r.name, addrs, extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux), grain);
+    const pool = parallel ? this.pool : null;
+    if (pool) {
+      pool.run(c.moduleId, c.module, c.r.name, addrs, extent, this.scratch.addr, k.aux, (lo, hi, s) => c.fn(...addrs, lo, hi, s, k.aux), grain);
     } else c.fn(...addrs, 0, extent, scratch0, k.aux);
   }
 
@@ -285,23 +326,23 @@ export class WasmBackend extends JsBufferBackend implements Backend {
   }
 
   stats(): WasmStats {
-    return { threads: this.threads, singleThreadReason: this.singleThreadReason, ...counters, parallelLaunches: this.pool?.launches ?? 0, heap: this.heap.stats() };
+    return { threads: this.threads, singleThreadReason: this.singleThreadReason, ...counters, parallelLaunches: this.poolState?.launches ?? 0, heap: this.heap.stats() };
   }
 }
 
 let shared: WasmBackend | null = null;
 
-/** The process's wasm backend for compiled programs (throws WasmUnavailableError). */
+/** The process's wasm backend for compiled programs and eager kernels (throws WasmUnavailableError). */
 export function wasmBackend(): WasmBackend {
-  return (shared ??= new WasmBackend());
+  return (shared ??= new WasmBackend(undefined, { heap: processHeap() }));
 }
 
 /**
- * Replaces the process's wasm backend with one of `threads` threads (and a fresh heap; buffers
- * move into it on first use). For tests and benchmarks comparing thread counts.
+ * Replaces the process's wasm backend with one of `threads` threads (over the same heap, so
+ * no buffer moves). For tests and benchmarks comparing thread counts.
  */
 export function setWasmThreads(threads: number): WasmBackend {
-  return (shared = new WasmBackend(undefined, { threads }));
+  return (shared = new WasmBackend(undefined, { threads, heap: processHeap() }));
 }
 
 /** Counters of the wasm backend (threads, modules, kernels, heap); zeros before first use. */

@@ -117,26 +117,47 @@ function micro(mc: ModuleContext, f32: boolean, scm: number, scn: number, dyn = 
 /** i8x16.shuffle bytes picking 32-bit lanes (0-3 of the first operand, 4-7 of the second). */
 const lanes32 = (...l: number[]) => l.flatMap((x) => [x * 4, x * 4 + 1, x * 4 + 2, x * 4 + 3]);
 
+/** A packing stride: static (elements), or a dynamic kernel's size (pushes it in bytes). */
+type PackStride = number | (() => void);
+
 /**
  * Packs a full float32 panel of W (4 or 8) lanes by f32x4 loads and stores instead of element
  * by element: `kc` k steps from the byte address in `src` into `dst` (W floats per k step),
- * advancing both. Source strides are static, in elements: `ls` between lanes, `ks` between k
- * steps. Lanes contiguous (ls = 1: B as stored, A transposed): W/4 vector copies per k step.
- * k contiguous (ks = 1: A as stored, B = W^T of a Linear): 4 k steps at a time, one vector per
- * lane transposed 4x4 by shuffles, then the last kc % 4 steps element by element. Returns
- * false (emitting nothing) for other strides.
+ * advancing both. Source strides in elements: `ls` between lanes, `ks` between k steps; the
+ * one that is not 1 may be a dynamic size. Lanes contiguous (ls = 1: B as stored, A
+ * transposed): W/4 vector copies per k step. k contiguous (ks = 1: A as stored, B = W^T of a
+ * Linear): 4 k steps at a time, one vector per lane transposed 4x4 by shuffles, then the last
+ * kc % 4 steps element by element. Returns false (emitting nothing) for other strides.
  */
-function packVec(fb: FuncBuilder, W: number, ls: number, ks: number, kc: number, src: number, dst: number, kk: number): boolean {
+function packVec(fb: FuncBuilder, W: number, ls: PackStride, ks: PackStride, kc: number, src: number, dst: number, kk: number): boolean {
   const L = (t: ValType) => fb.local(t);
   if (ls === 1) {
     fb.forLoop(kk, () => fb.i32(0), () => fb.get(kc), 1, () => {
       for (let v = 0; v < W / 4; v++) fb.get(dst).get(src).simdMem(Simd.load, 0, v * 16).simdMem(Simd.store, 4, v * 16);
       fb.get(dst).i32(W * 4).op(Op.i32Add).set(dst);
-      fb.get(src).i32(ks * 4).op(Op.i32Add).set(src);
+      fb.get(src);
+      if (typeof ks === 'number') fb.i32(ks * 4);
+      else ks();
+      fb.op(Op.i32Add).set(src);
     });
     return true;
   }
   if (ks !== 1) return false;
+  // a dynamic lane stride: each lane's byte offset from src, computed once
+  const laneOff = typeof ls === 'number' ? null : Array.from({ length: W }, () => L(T.i32));
+  if (laneOff && typeof ls !== 'number') {
+    const lsB = laneOff[1]!;
+    ls();
+    fb.set(lsB);
+    fb.i32(0).set(laneOff[0]!);
+    for (let r = 2; r < W; r++) fb.get(laneOff[r - 1]!).get(lsB).op(Op.i32Add).set(laneOff[r]!);
+  }
+  /** pushes the address of lane r's element at src (with the constant offset the load adds) */
+  const lane = (r: number): number => {
+    if (!laneOff) return fb.get(src), r * (ls as number) * 4;
+    fb.get(src).get(laneOff[r]!).op(Op.i32Add);
+    return 0;
+  };
   fb.get(kc).set(kk);
   const v = Array.from({ length: 4 }, () => L(T.v128));
   const t = Array.from({ length: 4 }, () => L(T.v128));
@@ -144,7 +165,10 @@ function packVec(fb: FuncBuilder, W: number, ls: number, ks: number, kc: number,
   fb.block().loop();
   fb.get(kk).i32(4).op(Op.i32LtS).brIf(1);
   for (let g = 0; g < W / 4; g++) {
-    for (let r = 0; r < 4; r++) fb.get(src).simdMem(Simd.load, 0, (g * 4 + r) * ls * 4).set(v[r]!);
+    for (let r = 0; r < 4; r++) {
+      const off = lane(g * 4 + r);
+      fb.simdMem(Simd.load, 0, off).set(v[r]!);
+    }
     shuf(v[0]!, v[1]!, [0, 4, 1, 5]).set(t[0]!);
     shuf(v[2]!, v[3]!, [0, 4, 1, 5]).set(t[1]!);
     shuf(v[0]!, v[1]!, [2, 6, 3, 7]).set(t[2]!);
@@ -166,7 +190,10 @@ function packVec(fb: FuncBuilder, W: number, ls: number, ks: number, kc: number,
   fb.get(kk).op(Op.i32Eqz).brIf(1);
   fb.forLoop(x, () => fb.i32(0), () => fb.i32(W), 1, () => {
     fb.get(dst).get(x).i32(4).op(Op.i32Mul, Op.i32Add);
-    fb.get(src).get(x).i32(ls * 4).op(Op.i32Mul, Op.i32Add).mem(Op.f32Load, 2, 0);
+    fb.get(src).get(x);
+    if (laneOff) fb.get(laneOff[1]!);
+    else fb.i32((ls as number) * 4);
+    fb.op(Op.i32Mul, Op.i32Add).mem(Op.f32Load, 2, 0);
     fb.mem(Op.f32Store, 2, 0);
   });
   fb.get(dst).i32(W * 4).op(Op.i32Add).set(dst);
@@ -350,8 +377,11 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
     const storeT = () => fb.mem(f32 ? Op.f32Store : Op.f64Store, 0);
     const zeroT = () => (f32 ? fb.f32(0) : fb.f64(0));
     const szA = SIZE[dA], szB = SIZE[dB];
-    /** f32x4 packing (packVec) of full panels: float32 data with static strides, one of them 1 */
-    const vecPack = (o: MatmulKernel['a']) => f32 && (o === k.a ? dA : dB) === 'float32' && !(g.sizes && (o.sRowSym || o.sColSym)) && (o.sRow === 1 || o.sCol === 1);
+    /** a packing stride: static, or (dynamic kernels) a size pushed in bytes */
+    const ps = (v: number, sym: Sym | undefined): PackStride => (g.sizes && sym ? () => g.num(v, sym, 4) : v);
+    const rowS = (o: MatmulKernel['a']) => ps(o.sRow, o.sRowSym), colS = (o: MatmulKernel['a']) => ps(o.sCol, o.sColSym);
+    /** f32x4 packing (packVec) of full panels: float32 data with one static stride of 1 */
+    const vecPack = (o: MatmulKernel['a']) => f32 && (o === k.a ? dA : dB) === 'float32' && (rowS(o) === 1 || colS(o) === 1);
     // j0 blocks
     const nEnd = () => (splitN ? fb.get(jHi) : N(k.n, k.nSym));
     if (splitN) fb.get(jLo).set(j0);
@@ -387,7 +417,7 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
     const vecB = vecPack(k.b);
     if (vecB) {
       fb.get(w).i32(NR).op(Op.i32Eq).if();
-      packVec(fb, NR, k.b.sCol, k.b.sRow, kc, src, dst, kk);
+      packVec(fb, NR, colS(k.b), rowS(k.b), kc, src, dst, kk);
       fb.else();
     }
     fb.forLoop(kk, () => fb.i32(0), () => fb.get(kc), 1, () => {
@@ -435,7 +465,7 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
     const vecA = vecPack(k.a);
     if (vecA) {
       fb.get(h).i32(MR).op(Op.i32Eq).if();
-      packVec(fb, MR, k.a.sRow, k.a.sCol, kc, src, dst, kk);
+      packVec(fb, MR, rowS(k.a), colS(k.a), kc, src, dst, kk);
       fb.else();
     }
     fb.forLoop(kk, () => fb.i32(0), () => fb.get(kc), 1, () => {

@@ -82,8 +82,26 @@ export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): Re
 
 /** A module of kernels: its bytes and each kernel's calling convention. */
 export function renderModule(kernels: readonly LoopKernel[], shared: boolean): { bytes: Uint8Array; kernels: RenderedKernel[] } {
+  return renderModuleSkipping(kernels, shared, (_k, e) => {
+    throw e;
+  }) as { bytes: Uint8Array; kernels: RenderedKernel[] };
+}
+
+/**
+ * renderModule, leaving out the kernels this renderer cannot emit (null in their place; `skip`
+ * is told why): a fixed kernel set (the eager kernels) still gets a module when one op has no
+ * wasm form. A kernel that throws has added nothing to the module but helpers.
+ */
+export function renderModuleSkipping(kernels: readonly LoopKernel[], shared: boolean, skip: (k: LoopKernel, e: Error) => void): { bytes: Uint8Array; kernels: (RenderedKernel | null)[] } {
   const mc = new ModuleContext(shared);
-  const out = kernels.map((k, i) => renderKernel(mc, k, `k${i}`));
+  const out = kernels.map((k, i) => {
+    try {
+      return renderKernel(mc, k, `k${i}`);
+    } catch (e) {
+      skip(k, e as Error);
+      return null;
+    }
+  });
   return { bytes: mc.mod.encode(), kernels: out };
 }
 

@@ -47,7 +47,7 @@ export class SizeLocals {
    */
   prependPrelude(): void {
     const fb = this.fb;
-    const body = fb.code.splice(0);
+    const at = fb.code.length;
     this.syms.forEach((l, i) => {
       // sizes are integers well inside i32 (the heap is at most 4 GiB)
       fb.get(this.base).mem(Op.f64Load, 3, i * 8).fc(OpFC.i32TruncSatF64S).set(l);
@@ -60,6 +60,8 @@ export class SizeLocals {
       });
       fb.set(local);
     }
-    for (const b of body) fb.code.push(b);
+    // the prelude is short: move it in front of the body in place
+    const prelude = fb.code.splice(at);
+    fb.code.splice(0, 0, ...prelude);
   }
 }

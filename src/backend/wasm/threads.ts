@@ -88,18 +88,32 @@ export class WasmPool {
   }
 }
 
-/** A pool, or the reason there is none. */
-export function createPool(threads: number, memory: WebAssembly.Memory, shared: boolean): WasmPool | string {
+const nodeWorkers = (): NodeWorkers | undefined => {
+  const proc = (globalThis as { process?: { getBuiltinModule?: (m: string) => unknown } }).process;
+  return proc?.getBuiltinModule?.('node:worker_threads') as NodeWorkers | undefined;
+};
+type BrowserGlobals = { Worker?: new (url: string) => WorkerLike; Blob?: typeof Blob; URL?: typeof URL };
+const browserWorkers = (): boolean => {
+  const g = globalThis as BrowserGlobals;
+  return !!(g.Worker && g.Blob && g.URL);
+};
+
+/** Why `threads` threads over this memory cannot have a pool (null: they can), without making one. */
+export function poolUnavailableReason(threads: number, shared: boolean): string | null {
   if (!shared) return 'the wasm memory is not shared';
   if (threads <= 1) return 'one thread requested (KILN_THREADS=1) or one core';
-  const proc = (globalThis as { process?: { getBuiltinModule?: (m: string) => unknown } }).process;
-  const wt = proc?.getBuiltinModule?.('node:worker_threads') as NodeWorkers | undefined;
+  if (!nodeWorkers() && !browserWorkers()) return 'no worker threads on this platform';
+  return null;
+}
+
+/** A pool, or the reason there is none. */
+export function createPool(threads: number, memory: WebAssembly.Memory, shared: boolean): WasmPool | string {
+  const why = poolUnavailableReason(threads, shared);
+  if (why) return why;
+  const wt = nodeWorkers();
   if (wt) {
     return new WasmPool((body) => new wt.Worker(`const { parentPort } = require('node:worker_threads');${body}\nparentPort.on('message', handle);`, { eval: true, workerData: null, execArgv: workerExecArgv() }), threads, memory, true);
   }
-  const g = globalThis as { Worker?: new (url: string) => WorkerLike; Blob?: typeof Blob; URL?: typeof URL };
-  if (g.Worker && g.Blob && g.URL) {
-    return new WasmPool((body) => new g.Worker!(g.URL!.createObjectURL(new g.Blob!([`${body}\nself.onmessage = (e) => handle(e.data);`], { type: 'text/javascript' }))), threads, memory, false);
-  }
-  return 'no worker threads on this platform';
+  const g = globalThis as BrowserGlobals;
+  return new WasmPool((body) => new g.Worker!(g.URL!.createObjectURL(new g.Blob!([`${body}\nself.onmessage = (e) => handle(e.data);`], { type: 'text/javascript' }))), threads, memory, false);
 }

@@ -248,8 +248,8 @@ class ProgramChecker {
     if (k.kind === 'matmul') {
       reads.push(k.a.buf, k.b.buf);
       // A reads base + i*sRow + kk*sCol (i < m, kk < k), B reads base + kk*sRow + j*sCol (kk < k, j < n)
-      this.operand(k.a, k.batch, k.m, k.k, k.dtype, where);
-      this.operand(k.b, k.batch, k.k, k.n, k.dtype, where);
+      this.operand(k.a, k.batch, k.m, k.k, k.a.dtype ?? k.dtype, where);
+      this.operand(k.b, k.batch, k.k, k.n, k.b.dtype ?? k.dtype, where);
     }
   }
 
@@ -292,6 +292,7 @@ class ProgramChecker {
     this.scope([k.body], [...k.body.map((s) => s.e), ...k.stores.map((s) => s.value)], k.stores, [...k.batch, k.rows, k.width], none, true, where, reads);
     if (someLeaf(k.shift, (x) => x.k === 'load' || x.k === 'tmp' || x.k === 'acc' || (x.k === 'red' && x.id !== k.maxId))) this.fail(where, 'has a softmax shift that is not a function of the max alone');
     reads.push(k.query.buf, k.key.buf, k.value.buf);
+    // the renderers read q, k and v as the kernel's dtype (bufferDTypes)
     this.operand(k.query, k.batch, k.rows, k.depth, k.dtype, where);
     this.operand(k.key, k.batch, k.depth, k.keys, k.dtype, where);
     this.operand(k.value, k.batch, k.keys, k.width, k.dtype, where);
