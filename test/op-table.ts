@@ -540,6 +540,15 @@ export const OP_TABLE: readonly OpCase[] = [
     run: (k, [a, b]) => k.matmul(a!, b!), reference: ([a, b]) => R.matmul(a!, b!),
   }),
   ...one({
+    name: 'matmul int32', op: 'matmul', grad: [], outDType: 'int32', make: (r) => [r.index(-50, 50, [6, 5]), r.index(-50, 50, [5, 6])],
+    run: (k, [a, b]) => k.matmul(a!, b!), reference: ([a, b]) => R.matmul(a!, b!),
+  }),
+  ...one({
+    name: 'matmul int32 batched, bias epilogue', op: 'matmul', grad: [], outDType: 'int32',
+    make: (r) => [r.index(-50, 50, [2, 6, 5]), r.index(-50, 50, [5, 9]), r.index(-50, 50, [9])],
+    run: (k, [a, b, c]) => k.matmul(a!, b!).add(c!), reference: ([a, b, c]) => R.zipN([R.matmul(a!, b!), c!], (x, y) => x + y),
+  }),
+  ...one({
     name: 'linear with bias', op: 'linear', grad: [0, 1, 2], make: (r) => [r.randn([5, 4]), r.randn([3, 4]), r.randn([3])],
     run: (k, [x, w, b]) => k.linear(x!, w!, b!), reference: ([x, w, b]) => R.linear(x!, w!, b!),
   }),
@@ -1005,8 +1014,13 @@ export function checkForward(c: OpCase, k: Kiln, dtype: FloatDType, seed: number
   const refs = asList(c.reference(before));
   const outDType = c.outDType ?? dtype;
   checkOutputs(c.name, outs, refs, outDType, tol ?? (dtype === 'float64' ? FLOAT64_TOL : (c.tol ?? FLOAT32_TOL)));
+  checkInputsUnchanged(c.name, inputs, before);
+}
+
+/** Throws if an op wrote into one of its inputs (`before`: their values before it ran). */
+export function checkInputsUnchanged(label: string, inputs: readonly Tensor[], before: readonly ND[]): void {
   inputs.forEach((t, i) => {
     const m = mismatch(t.dataSync() as ArrayLike<number>, before[i]!, 'exact');
-    if (m) throw new Error(`${c.name}: input ${i} was modified by the op: ${m}`);
+    if (m) throw new Error(`${label}: input ${i} was modified by the op: ${m}`);
   });
 }

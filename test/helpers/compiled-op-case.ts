@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
-import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, type OpCase } from '../op-table.js';
+import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkInputsUnchanged, checkOutputs, toND, withSeed, FLOAT32_TOL, type OpCase } from '../op-table.js';
 import { assertCompiledRan } from './compiled-ran.js';
 
 /** one base seed per test process; each case derives its own from it and its name */
@@ -39,6 +39,7 @@ export function checkCompiledCase(c: OpCase, opts: kiln.CompileOptions, check = 
           continue;
         }
         checkOutputs(`${c.name} (${on}${call})`, outs, asList(c.reference(before)), c.outDType ?? 'float32', c.tol ?? FLOAT32_TOL);
+        checkInputsUnchanged(`${c.name} (${on}${call})`, inputs, before);
       }
       if (check) assertCompiledRan(`${c.name} (${on.trim() || 'default'})`);
     });
