@@ -276,6 +276,19 @@ export const OP_TABLE: readonly OpCase[] = [
     run: (k, [a, b]) => k.mul(a!, b!), reference: ([a, b]) => R.zip(a!, b!, (x, y) => x * y),
   }),
   ...binary('div', (k, a, b) => k.div(a, b), (a, b) => a / b, { genB: (r, s) => r.away(s, [0], 0.5) }),
+  // an operand used twice and a zero scalar: C compilers fold these under fast math (x - x = 0, x * 0 = 0)
+  ...one({
+    name: 'mul by scalar 0', op: 'mul', grad: [0], make: (r) => [r.randn([3, 4])],
+    run: (k, [a]) => k.mul(a!, 0), reference: ([a]) => R.map(a!, (x) => x * 0),
+  }),
+  ...one({
+    name: 'sub self', op: 'sub', grad: [0], make: (r) => [r.randn([3, 4])],
+    run: (k, [a]) => k.sub(a!, a!), reference: ([a]) => R.map(a!, (x) => x - x),
+  }),
+  ...one({
+    name: 'div self', op: 'div', grad: [0], make: (r) => [r.away([3, 4], [0], 0.5)],
+    run: (k, [a]) => k.div(a!, a!), reference: ([a]) => R.map(a!, (x) => x / x),
+  }),
   ...one({
     name: 'div int32 -> float32', op: 'div', grad: [], outDType: 'float32', make: (r) => [r.index(-50, 50, [3, 4]), r.index(1, 9, [3, 4])],
     run: (k, [a, b]) => k.div(a!, b!), reference: ([a, b]) => R.zip(a!, b!, (x, y) => x / y),
@@ -925,6 +938,13 @@ export const REQUIRED_OPS: readonly string[] = [
   'layerNorm', 'batchNorm', 'crossEntropy', 'nllLoss', 'mseLoss', 'binaryCrossEntropyWithLogits', 'scaledDotProductAttention',
   ...REQUIRED_API_OPS,
 ];
+
+/** Pointwise ops: their cases also run on special values (helpers/compiled-op-case.ts, edge pass). */
+export const POINTWISE_OPS: ReadonlySet<string> = new Set([
+  'add', 'sub', 'mul', 'div', 'pow', 'neg', 'abs', 'exp', 'log', 'log1p', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
+  'relu', 'gelu', 'silu', 'softplus', 'clone', 'erf', 'clamp', 'where', 'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge',
+  'logicalAnd', 'logicalOr', 'logicalXor', 'logicalNot', 'cast',
+]);
 
 // ---- running and checking a case --------------------------------------------------------
 

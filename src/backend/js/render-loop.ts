@@ -62,11 +62,12 @@ function expr(e: LExpr, em: Emitter): string {
     case 'op': {
       const args = e.a.map((x) => expr(x, em));
       const fast = e.dtype === 'float32' ? FAST32[e.op] : undefined;
-      if (fast) {
-        // arguments that are not plain names are evaluated once
-        if (/^[\w.]+$/.test(args[0]!) || args[0]!.startsWith('(')) return fast(args[0]!.startsWith('(') && !/^\(-?[\d.e+-]+\)$/.test(args[0]!) ? args[0]! : args[0]!);
-      }
-      return renderOp(e.op, e.dtype, args);
+      // a float32 op's value is a float32, as in eager: an intermediate that overflows is
+      // Infinity here too (3e38 * 2 - 3e38 is Infinity, not 3e38)
+      const f32 = (x: string) => (e.dtype === 'float32' ? `Math.fround(${x})` : x);
+      // arguments that are not plain names are evaluated once
+      if (fast && (/^[\w.]+$/.test(args[0]!) || args[0]!.startsWith('('))) return f32(fast(args[0]!));
+      return f32(renderOp(e.op, e.dtype, args));
     }
   }
 }

@@ -30,14 +30,26 @@ export const HELPERS: Record<string, string> = {
   // NaN tests on the bits: compilers may assume x == x
   kisnan: 'fn kisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }',
   kisinf: 'fn kisinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }',
-  klog1p: 'fn klog1p(x: f32) -> f32 { let u = 1.0 + x; if (u == 1.0) { return x; } return log(u) * x / (u - 1.0); }',
+  // log1p(x) = log(u) * x / (u - 1) with u = 1 + x (exact for small x); log(u) once u is infinite
+  klog1p: 'fn klog1p(x: f32) -> f32 { let u = 1.0 + x; if (u == 1.0) { return x; } if (kisinf(u)) { return klog(u); } return klog(u) * (x / (u - 1.0)); }',
+  // log of a subnormal through its normal multiple (GPUs' log may flush subnormals)
+  klog: 'fn klog(x: f32) -> f32 { if (x > 0.0 && x < 1.17549435e-38) { return log(x * 16777216.0) - 16.635532333438686; } return log(x); }',
+  // JavaScript's ToInt32 (typed-array stores, | 0): truncate, wrap modulo 2^32, NaN and Inf give 0 (WGSL's i32() saturates)
+  ktoi32: 'fn ktoi32(x: f32) -> i32 { if (abs(x) < 2147483648.0) { return i32(x); } if (kisnan(x) || kisinf(x)) { return 0; } let b = bitcast<u32>(x); '
+    + 'let e = ((b >> 23u) & 0xffu) - 150u; var r = 0u; if (e < 32u) { r = ((b & 0x7fffffu) | 0x800000u) << e; } if ((b >> 31u) == 1u) { r = 0u - r; } return bitcast<i32>(r); }',
   kexpm1: 'fn kexpm1(x: f32) -> f32 { let u = exp(x); if (u == 1.0) { return x; } let um = u - 1.0; if (um == -1.0) { return -1.0; } return um * x / log(u); }',
   // Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7: below float32 tolerance)
-  kerf: 'fn kerf(x: f32) -> f32 { let a = abs(x); let t = 1.0 / (1.0 + 0.3275911 * a); let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a); return select(y, -y, x < 0.0); }',
-  // tanh overflows to NaN in some implementations for |x| > ~44; tanh(+-15) is +-1 in f32
-  ktanh: 'fn ktanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }',
-  // JS Math.pow: negative bases with integer exponents, x^0 = 1
-  kpow: 'fn kpow(x: f32, y: f32) -> f32 { if (y == 0.0) { return 1.0; } let r = pow(abs(x), y); if (x >= 0.0) { return r; } if (fract(y) != 0.0) { return knan(); } if ((i32(y) & 1) != 0) { return -r; } return r; }',
+  kerf: 'fn kerf(x: f32) -> f32 { if (x == 0.0) { return x; } let a = abs(x); let t = 1.0 / (1.0 + 0.3275911 * a); let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a); return select(y, -y, x < 0.0); }',
+  // tanh overflows to NaN in some implementations for |x| > ~44; tanh(+-15) is +-1 in f32 (NaN and -0 kept)
+  ktanh: 'fn ktanh(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return x; } return tanh(clamp(x, -15.0, 15.0)); }',
+  // JS Math.pow (WGSL's pow is exp2(y * log2(x)), undefined for x <= 0): x^0 = 1 (even NaN^0),
+  // NaN, infinite exponents (1^inf is NaN), zero and infinite bases, negative bases with
+  // integer exponents (odd: |y| < 2^24, larger floats are even)
+  kpow: 'fn kpow(x: f32, y: f32) -> f32 { if (y == 0.0) { return 1.0; } if (kisnan(x) || kisnan(y)) { return knan(); } let ax = abs(x); '
+    + 'if (kisinf(y)) { if (ax == 1.0) { return knan(); } return select(0.0, kinf(), (ax > 1.0) == (y > 0.0)); } '
+    + 'let whole = fract(y) == 0.0; let odd = whole && abs(y) < 16777216.0 && (i32(y) & 1) != 0; let neg = (bitcast<u32>(x) >> 31u) == 1u; '
+    + 'if (ax == 0.0 || kisinf(x)) { let big = (ax == 0.0) == (y < 0.0); let m = select(0.0, kinf(), big); return select(m, -m, odd && neg); } '
+    + 'let r = pow(ax, y); if (!neg) { return r; } if (!whole) { return knan(); } return select(r, -r, odd); }',
   // torch: sign(NaN) = 0, sign(-0) = +0
   ksign: 'fn ksign(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return 0.0; } return sign(x); }',
   // scaled so that squares of large (or tiny) values neither overflow nor underflow
@@ -47,12 +59,12 @@ export const HELPERS: Record<string, string> = {
   kacos: 'fn kacos(x: f32) -> f32 { return atan2(sqrt((1.0 - x) * (1.0 + x)), x); }',
   // C's fmod: the remainder of a truncated division, with the sign of a
   kfmod: 'fn kfmod(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }',
-  // JS Math.max/min propagate NaN
-  kmax: 'fn kmax(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } return max(a, b); }',
-  kmin: 'fn kmin(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } return min(a, b); }',
+  // JS Math.max/min propagate NaN, and of equal values +0 is the larger (bits AND), -0 the smaller (bits OR)
+  kmax: 'fn kmax(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } if (a == b) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); } return max(a, b); }',
+  kmin: 'fn kmin(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } if (a == b) { return bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)); } return min(a, b); }',
   krelu: 'fn krelu(x: f32) -> f32 { if (kisnan(x)) { return x; } return max(x, 0.0); }',
 };
-const HELPER_DEPS: Record<string, string[]> = { kpow: ['knan'], khypot: ['kisinf'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
+const HELPER_DEPS: Record<string, string[]> = { klog1p: ['kisinf', 'klog'], ktoi32: ['kisnan', 'kisinf'], ktanh: ['kisnan'], kpow: ['knan', 'kinf', 'kisnan', 'kisinf'], khypot: ['kisinf'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
 
 /** Collects the helpers a shader uses, in dependency order. */
 export class HelperSet {
@@ -83,8 +95,9 @@ export function literal(v: number, t: WType, h: HelperSet): string {
 }
 
 /** Converts a value to another WGSL type with JavaScript's semantics (bool: non-zero). */
-export function convert(x: Typed, to: WType): string {
+export function convert(x: Typed, to: WType, h: HelperSet): string {
   if (x.type === to) return x.code;
+  if (to === 'i32' && x.type === 'f32') return `${h.use('ktoi32')}(${x.code})`;
   if (to === 'u32') return `select(0u, 1u, ${x.code} != ${x.type === 'f32' ? '0.0' : x.type === 'i32' ? '0' : '0u'})`;
   return `${to}(${x.code})`;
 }
@@ -113,7 +126,7 @@ export function render(e: LExpr, env: ExprEnv): Typed {
     case 'tmp': return { code: env.tmpName?.(e.id) ?? `t${e.id}`, type: env.tmpType(e.id) };
     case 'red': return { code: env.redName?.(e.id) ?? `r${e.id}`, type: env.redType(e.id) };
     case 'acc': return { code: 'acc', type: env.accType ?? 'f32' };
-    case 'cast': return { code: castTo(render(e.a, env), wtype(e.dtype, 'cast')), type: wtype(e.dtype, 'cast') };
+    case 'cast': return { code: castTo(render(e.a, env), wtype(e.dtype, 'cast'), env.h), type: wtype(e.dtype, 'cast') };
     case 'op': return renderOp(e.op, wtype(e.dtype, e.op), e.a, env);
   }
 }
@@ -121,12 +134,12 @@ export function render(e: LExpr, env: ExprEnv): Typed {
 /** Renders `e` directly in type `t` (constants become literals of that type). */
 export function renderAs(e: LExpr, t: WType, env: ExprEnv): string {
   if (e.k === 'const') return literal(e.v, t, env.h);
-  return convert(render(e, env), t);
+  return convert(render(e, env), t, env.h);
 }
 
 /** A cast (float -> int truncates; -> bool tests non-zero). */
-function castTo(x: Typed, t: WType): string {
-  return convert(x, t);
+function castTo(x: Typed, t: WType, h: HelperSet): string {
+  return convert(x, t, h);
 }
 
 function renderOp(op: ScalarOp, rt: WType, args: readonly LExpr[], env: ExprEnv): Typed {
@@ -146,7 +159,7 @@ function renderOp(op: ScalarOp, rt: WType, args: readonly LExpr[], env: ExprEnv)
     // comparisons in the promoted type of the arguments
     const ra = args.map((x) => (x.k === 'const' ? null : render(x, env)));
     const ct = ra.reduce<WType | null>((t, x) => (x ? (t ? join(t, x.type) : x.type === 'u32' ? 'i32' : x.type) : t), null) ?? 'f32';
-    const [a, b] = args.map((x, i) => (ra[i] ? convert(ra[i]!, ct) : renderAs(x, ct, env)));
+    const [a, b] = args.map((x, i) => (ra[i] ? convert(ra[i]!, ct, h) : renderAs(x, ct, env)));
     const sym = { eq: '==', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' }[op as 'eq'];
     return bool(`${a} ${sym} ${b}`);
   }
@@ -168,7 +181,7 @@ function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
     case 'neg': return `(-${a})`;
     case 'abs': return `abs(${a})`;
     case 'exp': return `exp(${a})`;
-    case 'log': return `log(${a})`;
+    case 'log': return `${h.use('klog')}(${a})`;
     case 'log1p': return `${h.use('klog1p')}(${a})`;
     case 'expm1': return `${h.use('kexpm1')}(${a})`;
     case 'sqrt': return `sqrt(${a})`;
