@@ -72,7 +72,7 @@ function makeReducePrim(op: ReduceOp): PrimDef<ReduceAttrs> {
     },
     backward: REDUCE_GRADS[op],
     saveInputs: op !== 'sum',
-    saveOutput: op === 'max' || op === 'min' || op === 'prod',
+    saveOutput: op === 'max' || op === 'min',
     formatAttrs: (a) => `dims=${fmtShape(a.dims)}${a.keepdim ? ', keepdim' : ''}`,
   };
 }
@@ -85,12 +85,26 @@ function unreduce(g: Tensor, inShape: readonly number[], a: ReduceAttrs): Tensor
 
 const REDUCE_GRADS: Record<ReduceOp, PrimDef<ReduceAttrs>['backward']> = {
   sum: (g, ctx) => [unreduce(g, ctx.inputShapes[0]!, ctx.attrs)],
-  prod: (g, ctx) => [m.div(m.mul(unreduce(g, ctx.inputShapes[0]!, ctx.attrs), unreduce(ctx.output!, ctx.inputShapes[0]!, ctx.attrs)), ctx.inputs[0]!)],
+  prod: (g, ctx) => [prodGrad(g, ctx.inputs[0]!, ctx.attrs)],
   max: (g, ctx) => [extremeGrad(g, ctx.inputs[0]!, ctx.output!, ctx.attrs)],
   min: (g, ctx) => [extremeGrad(g, ctx.inputs[0]!, ctx.output!, ctx.attrs)],
   argmax: undefined,
   argmin: undefined,
 };
+
+/**
+ * Gradient of prod: the product of the other elements. With P the product of the slice's
+ * non-zero elements: P / x where the slice has no zero; where it has exactly one, P at the
+ * zero and 0 elsewhere; with two or more, 0 everywhere (torch's rule; out / x is 0 / 0 there).
+ */
+function prodGrad(g: Tensor, x: Tensor, a: ReduceAttrs): Tensor {
+  const isZero = m.eq(x, 0);
+  const kept = { ...a, keepdim: true };
+  const zeros = unreduce(sum(isZero, a.dims, true), x.shape, kept);
+  const p = unreduce(prod(m.where(isZero, 1, x), a.dims, true), x.shape, kept);
+  const others = m.where(m.eq(zeros, 0), m.div(p, x), m.where(m.logicalAnd(m.eq(zeros, 1), isZero), p, 0));
+  return m.mul(others, unreduce(g, x.shape, a));
+}
 
 /** Gradient of max/min: shared evenly among the elements equal to the extreme. */
 function extremeGrad(g: Tensor, x: Tensor, out: Tensor, a: ReduceAttrs): Tensor {
