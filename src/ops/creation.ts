@@ -4,7 +4,7 @@ import type { Backend } from '../backend/backend.js';
 import type { RandomDist } from '../backend/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, assertDType, typedArrayDType } from '../core/dtype.js';
-import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
+import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 import { defaultGenerator } from '../core/random.js';
 import { numel } from '../core/shape.js';
 import { Storage } from '../tensor/storage.js';
@@ -84,6 +84,7 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
     const dtype = opts?.dtype ?? srcDType;
     const s = shape ?? [src.length];
     if (numel(s) !== src.length) throw new ShapeError(`shape ${fmtShape(s)} needs ${numel(s)} elements, the array has ${src.length}`, 'tensor');
+    if (dtype === 'int32' && (srcDType === 'float32' || srcDType === 'float64')) checkInt32Values(src);
     const converted = dtype === srcDType ? src : TYPED_ARRAY[dtype].from(src);
     return finish(constant(converted.slice(), s, dtype), opts);
   }
@@ -94,11 +95,25 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
   const flat: number[] = [];
   flattenNested(data as NestedArray, s, 0, flat, 'tensor');
   const allBool = isAllBool(data as NestedArray);
-  // as torch: all booleans -> bool, all integers -> int32 (torch's int64), else float32
-  const dtype = opts?.dtype ?? (allBool && flat.length > 0 ? 'bool' : flat.length > 0 && flat.every(Number.isInteger) ? 'int32' : 'float32');
+  // all booleans -> bool; all integers that int32 holds -> int32 (torch's int64 for integer
+  // literals; JavaScript cannot tell 3 from 3.0, so 3e9 is a float, as torch's 3e9 literal); else float32
+  const dtype = opts?.dtype ?? (allBool && flat.length > 0 ? 'bool' : flat.length > 0 && flat.every(isInt32) ? 'int32' : 'float32');
+  if (dtype === 'int32') checkInt32Values(flat);
   const finalShape = shape ?? s;
   if (numel(finalShape) !== flat.length) throw new ShapeError(`shape ${fmtShape(finalShape)} needs ${numel(finalShape)} elements, got ${flat.length}`, 'tensor');
   return finish(constant(TYPED_ARRAY[dtype].from(flat), finalShape, dtype), opts);
+}
+
+const isInt32 = (v: number) => Number.isInteger(v) && v >= -2147483648 && v <= 2147483647;
+
+/** An int32 tensor from numbers truncates them (as torch); a value int32 cannot hold is an error, not a wrapped number. */
+function checkInt32Values(values: ArrayLike<number>): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!isInt32(Math.trunc(v))) {
+      throw new DTypeError(`value ${v} (element ${i}) cannot be converted to int32 without overflow`, 'tensor', 'int32 holds integers in [-2147483648, 2147483647]; use dtype float32 or float64');
+    }
+  }
 }
 
 function isAllBool(x: NestedArray): boolean {

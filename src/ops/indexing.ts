@@ -7,8 +7,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { apply, copyInto, view, type PrimDef, expectTensor, readContiguous } from './dispatch.js';
 import { contiguous, pad, reshape } from './movement.js';
 import * as m from './math.js';
-import { arange, tensor, zeros } from './creation.js';
-import { cast } from './pointwise.js';
+import { ones, tensor, zeros } from './creation.js';
 import { sum as reduceSum } from './reduce.js';
 
 interface DimAttrs { readonly dim: number }
@@ -215,14 +214,18 @@ export function cumsum(x: Tensor, dim: number): Tensor {
 
 // ---- decompositions ----
 
-/** One-hot int32 encoding of class indices (last dim gets numClasses). */
+/**
+ * One-hot int32 encoding of class indices (last dim gets numClasses). A ones scatter, so an
+ * index outside [0, numClasses) is an IndexError (torch raises too), not a zero row.
+ */
 export function oneHot(index: Tensor, numClasses = -1): Tensor {
   expectTensor('oneHot', index, 'index');
   checkIndexTensor('oneHot', index);
   let n = numClasses;
   if (n < 0) n = index.size === 0 ? 0 : Math.max(...Array.from(index.dataSync())) + 1;
   if (!Number.isInteger(n)) throw new ArgumentError(`numClasses must be an integer, got ${numClasses}`, 'oneHot');
-  return cast(m.eq(reshape(index, [...index.shape, 1]), arange(n)), 'int32');
+  const shape = [...index.shape, 1];
+  return scatterAdd(zeros([...index.shape, n], { dtype: 'int32' }), -1, reshape(index, shape), ones(shape, { dtype: 'int32' }));
 }
 
 /**

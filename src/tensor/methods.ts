@@ -1,8 +1,8 @@
 // Tensor methods (torch names, camelCase): thin wrappers over the op functions,
 // attached here so tensor.ts depends on nothing above it.
 
-import type { DType, TypedArray } from '../core/dtype.js';
-import { ArgumentError, fmtShape } from '../core/errors.js';
+import { canCast, type DType, type TypedArray } from '../core/dtype.js';
+import { ArgumentError, DTypeError, fmtShape } from '../core/errors.js';
 import { Tensor } from './tensor.js';
 import { formatTensor } from './format.js';
 import * as m from '../ops/math.js';
@@ -254,6 +254,9 @@ function inplace(t: Tensor, op: string, compute: () => Tensor): Tensor {
   checkInplace(t, op); // before computing: no graph node for a write that is refused
   const v = compute();
   try {
+    if (!canCast(v.dtype, t.dtype)) {
+      throw new DTypeError(`result type ${v.dtype} can't be cast to the desired output type ${t.dtype}`, op, `the result of ${op.slice(0, -1)} is ${v.dtype}: use the out-of-place ${op.slice(0, -1)} (or cast this tensor first, e.g. t.float())`);
+    }
     assign(t, v, op);
   } finally {
     v.dispose();
