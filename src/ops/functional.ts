@@ -116,13 +116,23 @@ export function batchNorm(x: Tensor, opts: BatchNormOptions): { output: Tensor; 
 }
 
 /** Rows of `weight` picked by int32 indices of any shape. */
-export function embedding(indices: Tensor, weight: Tensor): Tensor {
+/**
+ * Rows of `weight` picked by int32 indices. `paddingIdx` (torch's padding_idx): that row is
+ * returned as stored, but receives no gradient.
+ */
+export function embedding(indices: Tensor, weight: Tensor, opts: { paddingIdx?: number } = {}): Tensor {
   expectTensor('embedding', indices, 'indices');
   expectTensor('embedding', weight, 'weight');
   if (indices.dtype !== 'int32') throw new DTypeError(`indices must be int32, got ${indices.dtype}`, 'embedding', 'cast with .int()');
   if (weight.ndim !== 2) throw new ShapeError(`weight must be [num, dim], got ${fmtShape(weight.shape)}`, 'embedding');
-  const flat = indexSelect(weight, 0, reshape(indices, [-1]));
-  return reshape(flat, [...indices.shape, weight.shape[1]!]);
+  const p = opts.paddingIdx;
+  if (p !== undefined && (!Number.isInteger(p) || p < -weight.shape[0]! || p >= weight.shape[0]!)) {
+    throw new ArgumentError(`paddingIdx ${p} is out of range for ${weight.shape[0]} embeddings`, 'embedding', `use an index in [${-weight.shape[0]!}, ${weight.shape[0]! - 1}]`);
+  }
+  const rows = reshape(indexSelect(weight, 0, reshape(indices, [-1])), [...indices.shape, weight.shape[1]!]);
+  if (p === undefined || !rows.requiresGrad) return rows;
+  // the padding positions take the same values without autograd history: no gradient reaches that row
+  return m.where(unsqueeze(m.eq(indices, p < 0 ? p + weight.shape[0]! : p), -1), rows.detach(), rows);
 }
 
 /** softmax(q k^T / sqrt(d) + mask) v over [..., L, D]; isCausal masks future positions. */
