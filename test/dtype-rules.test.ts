@@ -60,7 +60,7 @@ test("nn.Embedding's paddingIdx row is returned as stored (a loaded checkpoint's
       return out;
     };
     const out = (compiled ? kiln.compile(step) : step)(idx) as kiln.Tensor;
-    assert.deepEqual(out.toArray()[0], [0.5, 0.5, 0.5], `${compiled ? 'compiled' : 'eager'}: the stored row`);
+    assert.deepEqual((out.toArray() as number[][])[0], [0.5, 0.5, 0.5], `${compiled ? 'compiled' : 'eager'}: the stored row`);
     assert.deepEqual(Array.from(e.weight.grad!.dataSync()), [0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0]);
   }
 });

@@ -46,6 +46,8 @@ export function deadCodeElimination(g: Graph): Graph {
   g.outputs.forEach(mark);
   g.mutations.forEach((m) => (mark(m.value), mark(m.target)));
   g.gradEffects.forEach((e) => (mark(e.leaf), e.value !== null && mark(e.value)));
+  // a random draw advances the global generator (as eager does) even when its values go unused
+  for (const n of g.nodes) if (n.op === 'random') mark(n.id);
   // inputs stay (they are bound by position), but an argument's .grad nothing reads (it was
   // captured in case a backward inside the function accumulates into it) goes with its guard
   const optional = (n: GraphNode) => n.source?.kind === 'arg' && n.source.grad === true;

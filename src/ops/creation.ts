@@ -200,11 +200,16 @@ export const randomPrim: PrimDef<RandomAttrs> = {
   formatAttrs: (a) => `${a.dist}${a.dist === 'integer' ? ` [${a.low}, ${a.high})` : ''} ${fmtShape(a.shape)}`,
 };
 
+/** Counters for n random values: the global generator's, or the tracer's placeholders (compiled programs reserve theirs when they run). */
+function reserveDraw(n: number): { seed: number; offset: number } {
+  return runtime.tracer ? runtime.tracer.drawRandom(n) : defaultGenerator.reserve(n);
+}
+
 function random(op: string, dist: 'uniform' | 'normal', shape: readonly number[], opts?: CreateOptions): Tensor {
   checkShape(op, shape);
   const dtype = opts?.dtype ?? 'float32';
   if (dtype !== 'float32' && dtype !== 'float64') throw new ArgumentError(`random floats need a float dtype, got ${dtype}`, op);
-  const { seed, offset } = defaultGenerator.reserve(numel(shape));
+  const { seed, offset } = reserveDraw(numel(shape));
   return finish(apply(randomPrim, [], { shape, dtype, dist, seed, offset }), opts);
 }
 
@@ -222,7 +227,7 @@ export function randint(low: number, high: number, shape: readonly number[], opt
   const dtype = opts?.dtype ?? 'int32';
   // one op drawing integers directly (not float64 uniforms scaled, floored and cast): the same
   // numbers, and a GPU backend without float64 kernels can make them (random draws are uploaded)
-  const { seed, offset } = defaultGenerator.reserve(numel(shape));
+  const { seed, offset } = reserveDraw(numel(shape));
   return finish(apply(randomPrim, [], { shape, dtype, dist: 'integer', seed, offset, low, high }), opts);
 }
 

@@ -47,6 +47,12 @@ export interface TraceHook {
   mutate(dst: Tensor, src: Tensor): void;
   /** a second handle on a traced value (`internal`: autograd's saved tensors, not the user's) */
   adopt(alias: Tensor, internal: boolean): void;
+  /**
+   * The counters of a random draw of n values while tracing: placeholders that leave the global
+   * generator alone (the compiled program reserves its draws from it each time it runs, in
+   * order, as eager does), distinct per draw so the graph's structure does not change per call.
+   */
+  drawRandom(n: number): { seed: number; offset: number };
 }
 
 export const runtime = {
