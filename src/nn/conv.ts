@@ -2,6 +2,7 @@
 // [out, in/groups, kh, kw] and default init.
 
 import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
+import { checkEnum } from '../core/enum-arg.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { zeros } from '../ops/creation.js';
 import { squeeze, unsqueeze } from '../ops/movement.js';
@@ -51,6 +52,7 @@ export class Conv2d extends Module {
     this.dilation = toPair(opts.dilation ?? 1);
     this.groups = groups;
     const pad = opts.padding ?? 0;
+    if (typeof pad === 'string') checkEnum('Conv2d', 'padding', pad, ['valid', 'same']);
     this.paddingMode = typeof pad === 'string' ? pad : '';
     if (pad === 'same') {
       if (this.stride[0] !== 1 || this.stride[1] !== 1) throw new ArgumentError("padding='same' needs stride 1", 'Conv2d');

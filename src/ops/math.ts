@@ -1,6 +1,7 @@
 // The pointwise math API (torch names, camelCase).
 
 import type { Tensor } from '../tensor/tensor.js';
+import { checkEnum } from '../core/enum-arg.js';
 import { pointwise, type Operand } from './pointwise.js';
 
 export const add = (a: Operand, b: Operand, alpha?: number): Tensor =>
@@ -78,9 +79,14 @@ export function lerp(start: Tensor, end: Tensor, weight: Operand): Tensor {
   return where(lt(abs(weight), 0.5), add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))));
 }
 
+export const GELU_APPROXIMATIONS = ['none', 'tanh'] as const;
+export type GeluApproximation = (typeof GELU_APPROXIMATIONS)[number];
+
 /** GELU; approximate 'tanh' uses the tanh formula (as torch's approximate='tanh'). */
-export const gelu = (a: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor =>
-  pointwise(approximate === 'tanh' ? 'geluTanh' : 'gelu', [a]);
+export function gelu(a: Tensor, approximate: GeluApproximation = 'none'): Tensor {
+  checkEnum('gelu', 'approximate', approximate, GELU_APPROXIMATIONS);
+  return pointwise(approximate === 'tanh' ? 'geluTanh' : 'gelu', [a]);
+}
 
 /** softplus(x) = log(1 + exp(beta x)) / beta, linear above threshold (torch defaults). */
 export function softplus(a: Tensor, beta = 1, threshold = 20): Tensor {
