@@ -10,6 +10,7 @@ import { numel } from '../core/shape.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 import { apply, runtime, type PrimDef } from './dispatch.js';
+import { publicOp } from '../core/user-op.js';
 
 export interface CreateOptions {
   dtype?: DType;
@@ -69,7 +70,7 @@ function flattenNested(x: NestedArray, shape: readonly number[], depth: number, 
 }
 
 /** kiln.tensor(nested arrays | typed array, shape?) */
-export function tensor(data: NestedArray | TypedArray | readonly number[], optsOrShape?: CreateOptions | readonly number[], maybeOpts?: CreateOptions): Tensor {
+export const tensor = publicOp('tensor', function tensor(data: NestedArray | TypedArray | readonly number[], optsOrShape?: CreateOptions | readonly number[], maybeOpts?: CreateOptions): Tensor {
   let shape: readonly number[] | undefined;
   let opts: CreateOptions | undefined;
   if (Array.isArray(optsOrShape)) {
@@ -102,7 +103,7 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
   const finalShape = shape ?? s;
   if (numel(finalShape) !== flat.length) throw new ShapeError(`shape ${fmtShape(finalShape)} needs ${numel(finalShape)} elements, got ${flat.length}`, 'tensor');
   return finish(constant(TYPED_ARRAY[dtype].from(flat), finalShape, dtype), opts);
-}
+});
 
 const isInt32 = (v: number) => Number.isInteger(v) && v >= -2147483648 && v <= 2147483647;
 
@@ -128,12 +129,12 @@ function checkShape(op: string, shape: unknown): asserts shape is readonly numbe
   }
 }
 
-export function full(shape: readonly number[], value: number | boolean, opts?: CreateOptions): Tensor {
+export const full = publicOp('full', function full(shape: readonly number[], value: number | boolean, opts?: CreateOptions): Tensor {
   checkShape('full', shape);
   const dtype = opts?.dtype ?? (typeof value === 'boolean' ? 'bool' : 'float32');
   assertDType(dtype, 'full');
   return finish(apply(fillPrim, [], { shape, dtype, value: Number(value) }), opts);
-}
+});
 
 interface FillAttrs { readonly shape: readonly number[]; readonly dtype: DType; readonly value: number }
 
@@ -149,14 +150,14 @@ export const fillPrim: PrimDef<FillAttrs> = {
   formatAttrs: (a) => `${fmtShape(a.shape)}, ${a.value}`,
 };
 
-export const zeros = (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 0, { dtype: 'float32', ...opts });
-export const ones = (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 1, { dtype: 'float32', ...opts });
-export const zerosLike = (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 0, { dtype: t.dtype, ...opts });
-export const onesLike = (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 1, { dtype: t.dtype, ...opts });
-export const fullLike = (t: Tensor, value: number, opts?: CreateOptions): Tensor => full(t.shape, value, { dtype: t.dtype, ...opts });
+export const zeros = publicOp('zeros', (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 0, { dtype: 'float32', ...opts }));
+export const ones = publicOp('ones', (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 1, { dtype: 'float32', ...opts }));
+export const zerosLike = publicOp('zerosLike', (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 0, { dtype: t.dtype, ...opts }));
+export const onesLike = publicOp('onesLike', (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 1, { dtype: t.dtype, ...opts }));
+export const fullLike = publicOp('fullLike', (t: Tensor, value: number, opts?: CreateOptions): Tensor => full(t.shape, value, { dtype: t.dtype, ...opts }));
 
 /** arange(end) | arange(start, end, step?) */
-export function arange(startOrEnd: number, end?: number, step = 1, opts?: CreateOptions): Tensor {
+export const arange = publicOp('arange', function arange(startOrEnd: number, end?: number, step = 1, opts?: CreateOptions): Tensor {
   const start = end === undefined ? 0 : startOrEnd;
   const stop = end === undefined ? startOrEnd : end;
   if (step === 0 || !Number.isFinite(step)) throw new ArgumentError(`step must be finite and non-zero, got ${step}`, 'arange');
@@ -166,23 +167,23 @@ export function arange(startOrEnd: number, end?: number, step = 1, opts?: Create
   const data = new TYPED_ARRAY[dtype](n);
   for (let i = 0; i < n; i++) data[i] = start + i * step;
   return finish(constant(data, [n], dtype), opts);
-}
+});
 
-export function linspace(start: number, end: number, steps: number, opts?: CreateOptions): Tensor {
+export const linspace = publicOp('linspace', function linspace(start: number, end: number, steps: number, opts?: CreateOptions): Tensor {
   if (!Number.isInteger(steps) || steps < 0) throw new ArgumentError(`steps must be a non-negative integer, got ${steps}`, 'linspace');
   const dtype = opts?.dtype ?? 'float32';
   const data = new TYPED_ARRAY[dtype](steps);
   const step = steps > 1 ? (end - start) / (steps - 1) : 0;
   for (let i = 0; i < steps; i++) data[i] = i < steps / 2 ? start + i * step : end - (steps - 1 - i) * step;
   return finish(constant(data, [steps], dtype), opts);
-}
+});
 
-export function eye(n: number, mCols = n, opts?: CreateOptions): Tensor {
+export const eye = publicOp('eye', function eye(n: number, mCols = n, opts?: CreateOptions): Tensor {
   const dtype = opts?.dtype ?? 'float32';
   const data = new TYPED_ARRAY[dtype](n * mCols);
   for (let i = 0; i < Math.min(n, mCols); i++) data[i * mCols + i] = 1;
   return finish(constant(data, [n, mCols], dtype), opts);
-}
+});
 
 // ---- random ----
 
@@ -214,12 +215,12 @@ function random(op: string, dist: 'uniform' | 'normal', shape: readonly number[]
 }
 
 /** Uniform on [0, 1). */
-export const rand = (shape: readonly number[], opts?: CreateOptions): Tensor => random('rand', 'uniform', shape, opts);
+export const rand = publicOp('rand', (shape: readonly number[], opts?: CreateOptions): Tensor => random('rand', 'uniform', shape, opts));
 /** Standard normal. */
-export const randn = (shape: readonly number[], opts?: CreateOptions): Tensor => random('randn', 'normal', shape, opts);
+export const randn = publicOp('randn', (shape: readonly number[], opts?: CreateOptions): Tensor => random('randn', 'normal', shape, opts));
 
 /** Integers uniform on [low, high). */
-export function randint(low: number, high: number, shape: readonly number[], opts?: CreateOptions): Tensor {
+export const randint = publicOp('randint', function randint(low: number, high: number, shape: readonly number[], opts?: CreateOptions): Tensor {
   if (!Number.isInteger(low) || !Number.isInteger(high) || high <= low) {
     throw new ArgumentError(`needs integers low < high, got ${low}, ${high}`, 'randint');
   }
@@ -229,7 +230,7 @@ export function randint(low: number, high: number, shape: readonly number[], opt
   // numbers, and a GPU backend without float64 kernels can make them (random draws are uploaded)
   const { seed, offset } = reserveDraw(numel(shape));
   return finish(apply(randomPrim, [], { shape, dtype, dist: 'integer', seed, offset, low, high }), opts);
-}
+});
 
 export function manualSeed(seed: number): void {
   if (!Number.isInteger(seed) || seed < 0) throw new ArgumentError(`seed must be a non-negative integer, got ${seed}`, 'manualSeed');

@@ -13,6 +13,7 @@ import * as m from './math.js';
 import { expand, reshape } from './movement.js';
 import { cast } from './pointwise.js';
 import { gather } from './indexing.js';
+import { asPublicOp, publicOp } from '../core/user-op.js';
 
 export interface ReduceAttrs {
   readonly dims: readonly number[];
@@ -132,11 +133,11 @@ function reduce(op: ReduceOp, x: Tensor, dim: Dims, keepdim: boolean): Tensor {
   return apply(PRIMS[op], [x], { dims, keepdim });
 }
 
-export const sum = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('sum', x, dim, keepdim);
-export const prod = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('prod', x, dim, keepdim);
+export const sum = publicOp('sum', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('sum', x, dim, keepdim));
+export const prod = publicOp('prod', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('prod', x, dim, keepdim));
 /** Max over dims (torch.amax); with no dim, the max of all elements. The gradient is shared among ties. */
-export const amax = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim);
-export const amin = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim);
+export const amax = publicOp('amax', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim));
+export const amin = publicOp('amin', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim));
 
 /** torch's (values, indices) result of max/min with a dim, sort, topk, kthvalue, cummax, cummin. */
 export interface ValuesIndices {
@@ -153,7 +154,7 @@ export function max(x: Tensor): Tensor;
 export function max(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
 export function max(x: Tensor, other: Tensor): Tensor;
 export function max(x: Tensor, dimOrOther?: number | Tensor, keepdim = false): Tensor | ValuesIndices {
-  return extreme('max', x, dimOrOther, keepdim);
+  return asPublicOp('max', () => extreme('max', x, dimOrOther, keepdim));
 }
 
 /** torch.min: as max, for the minimum. */
@@ -161,7 +162,7 @@ export function min(x: Tensor): Tensor;
 export function min(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
 export function min(x: Tensor, other: Tensor): Tensor;
 export function min(x: Tensor, dimOrOther?: number | Tensor, keepdim = false): Tensor | ValuesIndices {
-  return extreme('min', x, dimOrOther, keepdim);
+  return asPublicOp('min', () => extreme('min', x, dimOrOther, keepdim));
 }
 
 function extreme(op: 'max' | 'min', x: Tensor, dimOrOther: unknown, keepdim: boolean): Tensor | ValuesIndices {
@@ -181,16 +182,16 @@ function extreme(op: 'max' | 'min', x: Tensor, dimOrOther: unknown, keepdim: boo
   return { values: reshape(values, shape), indices: reshape(indices, shape) };
 }
 
-export function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
+export const argmax = publicOp('argmax', function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
   expectTensor('argmax', x, 'x');
   if (dim === undefined) return reduce('argmax', reshape(x, [-1]), 0, false);
   return reduce('argmax', x, normalizeDim('argmax', dim, x.ndim, x.shape), keepdim);
-}
-export function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
+});
+export const argmin = publicOp('argmin', function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
   expectTensor('argmin', x, 'x');
   if (dim === undefined) return reduce('argmin', reshape(x, [-1]), 0, false);
   return reduce('argmin', x, normalizeDim('argmin', dim, x.ndim, x.shape), keepdim);
-}
+});
 
 /** Validates dims (errors name `op`, the op the caller called) and counts the reduced elements. */
 function countOf(op: string, x: Tensor, dim: Dims): number {
@@ -198,18 +199,18 @@ function countOf(op: string, x: Tensor, dim: Dims): number {
   return normalizeDims(op, dim, x.ndim, x.shape).reduce((n, d) => n * x.shape[d]!, 1);
 }
 
-export function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+export const mean = publicOp('mean', function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
   expectTensor('mean', x, 'x');
   const n = countOf('mean', x, dim);
   const xf = isFloat(x.dtype) ? x : cast(x, 'float32');
   return m.mul(sum(xf, dim, keepdim), 1 / n);
-}
+});
 
 /** Variance with Bessel's correction by default (torch's correction=1). */
-export function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+export const variance = publicOp('var', function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
   expectTensor('variance', x, 'x');
   return varianceOf('var', x, dim, keepdim, correction);
-}
+});
 
 function varianceOf(op: string, x: Tensor, dim: Dims, keepdim: boolean, correction: number): Tensor {
   const n = countOf(op, x, dim);
@@ -218,10 +219,10 @@ function varianceOf(op: string, x: Tensor, dim: Dims, keepdim: boolean, correcti
   return m.mul(sum(m.mul(d, d), dim, keepdim), 1 / Math.max(n - correction, 0));
 }
 
-export function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+export const std = publicOp('std', function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
   expectTensor('std', x, 'x');
   return m.sqrt(varianceOf('std', x, dim, keepdim, correction));
-}
+});
 
 /** The max along dims, detached and with infinities replaced by 0, for stable exp. */
 function stabilizer(x: Tensor, dim: Dims): Tensor {
@@ -231,26 +232,26 @@ function stabilizer(x: Tensor, dim: Dims): Tensor {
   });
 }
 
-export function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+export const logsumexp = publicOp('logsumexp', function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
   expectTensor('logsumexp', x, 'x');
   x.assertAlive('logsumexp');
   const dims = normalizeDims('logsumexp', dim, x.ndim, x.shape);
   const s = stabilizer(x, dim);
   const r = m.add(m.log(sum(m.exp(m.sub(x, s)), dim, true)), s);
   return keepdim ? r : reshape(r, reducedShape(x.shape, dims, false));
-}
+});
 
-export function softmax(x: Tensor, dim = -1): Tensor {
+export const softmax = publicOp('softmax', function softmax(x: Tensor, dim = -1): Tensor {
   expectTensor('softmax', x, 'x');
   x.assertAlive('softmax');
   normalizeDim('softmax', dim, x.ndim, x.shape);
   const e = m.exp(m.sub(x, stabilizer(x, dim)));
   return m.div(e, sum(e, dim, true));
-}
+});
 
-export function logSoftmax(x: Tensor, dim = -1): Tensor {
+export const logSoftmax = publicOp('logSoftmax', function logSoftmax(x: Tensor, dim = -1): Tensor {
   expectTensor('logSoftmax', x, 'x');
   x.assertAlive('logSoftmax');
   normalizeDim('logSoftmax', dim, x.ndim, x.shape);
   return m.sub(x, logsumexp(x, dim, true));
-}
+});

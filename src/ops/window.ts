@@ -9,6 +9,7 @@ import { contiguous, reshape } from './movement.js';
 import { matmul } from './linalg.js';
 import * as m from './math.js';
 import { amax, mean } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 type Pair = number | readonly [number, number];
 const pair = (op: string, name: string, v: Pair): [number, number] => {
@@ -85,7 +86,7 @@ export interface Conv2dOptions {
 }
 
 /** torch.nn.functional.conv2d: x [N, Cin, H, W], weight [Cout, Cin/groups, KH, KW]. */
-export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv2dOptions = {}): Tensor {
+export const conv2d = publicOp('conv2d', function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv2dOptions = {}): Tensor {
   expectTensor('conv2d', x, 'x');
   expectTensor('conv2d', weight, 'weight');
   const groups = opts.groups ?? 1;
@@ -111,7 +112,7 @@ export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Co
   }
   if (bias) out = m.add(out, reshape(bias, [cout, 1]));
   return reshape(out, [geom.n, cout, geom.oh, geom.ow]);
-}
+});
 
 export interface Pool2dOptions {
   stride?: Pair;
@@ -128,16 +129,16 @@ function poolWindows(op: string, x: Tensor, kernel: Pair, opts: Pool2dOptions, p
   return { cols: reshape(cols, [geom.n, geom.c, geom.kh * geom.kw, geom.oh * geom.ow]), geom };
 }
 
-export function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {}): Tensor {
+export const maxPool2d = publicOp('maxPool2d', function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {}): Tensor {
   expectTensor('maxPool2d', x, 'x');
   const { cols, geom } = poolWindows('maxPool2d', x, kernelSize, opts, -Infinity);
   return reshape(amax(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
-}
+});
 
 /** Average pooling; padded positions count in the divisor (torch's count_include_pad=True). */
-export function avgPool2d(x: Tensor, kernelSize: Pair, opts: Omit<Pool2dOptions, 'dilation'> = {}): Tensor {
+export const avgPool2d = publicOp('avgPool2d', function avgPool2d(x: Tensor, kernelSize: Pair, opts: Omit<Pool2dOptions, 'dilation'> = {}): Tensor {
   expectTensor('avgPool2d', x, 'x');
   const { cols, geom } = poolWindows('avgPool2d', x, kernelSize, opts, 0);
   return reshape(mean(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
-}
+});
 
