@@ -18,3 +18,15 @@ test('graph-break segments are found by exact constants: 1e-7 then 2e-7 gives ea
   assert.ok(Object.is((f(kiln.tensor([-0], { dtype: 'float32' })) as kiln.Tensor).item(), -0), 'a -0 constant is not a 0 constant');
   assert.equal(kiln.stats().eagerFallbacks, 0);
 });
+
+test('common subexpression elimination tells -0 from 0 (constants and scalar operands)', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => [
+    x.mul(kiln.tensor([0], { dtype: 'float32' })), x.mul(kiln.tensor([-0], { dtype: 'float32' })),
+    x.mul(0), x.mul(-0),
+  ], { fullgraph: true });
+  const x = kiln.tensor([1], { dtype: 'float32' });
+  const signs = (f(x) as kiln.Tensor[]).map((t) => (Object.is(t.item(), -0) ? '-0' : String(t.item())));
+  assert.deepEqual(signs, ['0', '-0', '0', '-0']);
+  assert.equal(kiln.stats().fusionFallbacks, 0);
+});

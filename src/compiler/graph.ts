@@ -122,7 +122,8 @@ export function graphKey(g: Graph): string {
   return parts.join(';');
 }
 
-function attrKey(a: unknown): string {
+/** A node's attrs as an exact key: typed arrays by their bytes, -0, NaN and infinities spelled out. */
+export function attrKey(a: unknown): string {
   if (a === undefined) return '';
   return JSON.stringify(a, (_k, v) => {
     if (ArrayBuffer.isView(v)) return `#${exactBits(v)}`;

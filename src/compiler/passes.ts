@@ -9,7 +9,7 @@ import { setGradEnabled, isGradEnabled } from '../autograd/grad-mode.js';
 import type { Backend } from '../backend/backend.js';
 import { JsBackend } from '../backend/js/index.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { Graph, type GraphNode } from './graph.js';
+import { Graph, attrKey, type GraphNode } from './graph.js';
 
 const FOLD_LIMIT = 4096;
 const NEVER_FOLD = new Set(['input', 'random']);
@@ -60,17 +60,13 @@ export function commonSubexpressionElimination(g: Graph): Graph {
   const canon = (id: number) => remap.get(id) ?? id;
   for (const n of g.nodes) {
     if (n.op === 'input' || n.op === 'random') continue;
-    const key = `${n.op}|${n.inputs.map(canon).join(',')}|${attrText(n.attrs)}|${n.meta.strides.join(',')}`;
+    const key = `${n.op}|${n.inputs.map(canon).join(',')}|${attrKey(n.attrs)}|${n.meta.strides.join(',')}`;
     const prev = seen.get(key);
     if (prev !== undefined) remap.set(n.id, prev);
     else seen.set(key, n.id);
   }
   if (remap.size === 0) return g;
   return rebuild(g, (n) => !remap.has(n.id), remap);
-}
-
-function attrText(a: unknown): string {
-  return JSON.stringify(a ?? null, (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
 }
 
 let hostBackend: Backend | null = null;

@@ -6,7 +6,7 @@ import type { Affine, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stm
 import { kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../compiler/loop-ir.js';
 export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../kernel-spec.js';
-import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
+import { JS_HELPER_NAMES, JS_HELPER_VALUES, jsNumber, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { affKey, Emitter } from '../emitter.js';
@@ -54,7 +54,7 @@ const FAST32: Partial<Record<string, (a: string) => string>> = {
 function expr(e: LExpr, em: Emitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
-    case 'const': return e.vSym && dyn ? `(${num(e.v, e.vSym)})` : Number.isFinite(e.v) ? `(${e.v})` : e.v > 0 ? 'Infinity' : e.v < 0 ? '-Infinity' : 'NaN';
+    case 'const': return e.vSym && dyn ? `(${num(e.v, e.vSym)})` : jsNumber(e.v);
     case 'tmp': return (e as { name?: string }).name ?? `t${e.id}`;
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';

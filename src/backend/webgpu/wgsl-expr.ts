@@ -83,7 +83,7 @@ export function f32Literal(v: number, h: HelperSet): string {
   if (Number.isNaN(v)) return `${h.use('knan')}()`;
   if (v === Infinity || v > 3.4028234663852886e38) return `${h.use('kinf')}()`;
   if (v === -Infinity || v < -3.4028234663852886e38) return `(-${h.use('kinf')}())`;
-  const s = String(v);
+  const s = Object.is(v, -0) ? '-0' : String(v);
   return `f32(${/[.e]/.test(s) ? s : `${s}.0`})`;
 }
 
