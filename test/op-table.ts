@@ -944,6 +944,8 @@ export const POINTWISE_OPS: ReadonlySet<string> = new Set([
   'add', 'sub', 'mul', 'div', 'pow', 'neg', 'abs', 'exp', 'log', 'log1p', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
   'relu', 'gelu', 'silu', 'softplus', 'clone', 'erf', 'clamp', 'where', 'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge',
   'logicalAnd', 'logicalOr', 'logicalXor', 'logicalNot', 'cast',
+  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'trunc', 'atan2', 'fmod', 'hypot', 'remainder', 'lerp', 'sign',
+  'elu', 'selu', 'celu', 'hardtanh', 'relu6', 'hardsigmoid', 'hardswish', 'mish', 'logsigmoid', 'leakyRelu',
 ]);
 
 // ---- running and checking a case --------------------------------------------------------

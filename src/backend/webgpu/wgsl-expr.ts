@@ -37,7 +37,7 @@ export const HELPERS: Record<string, string> = {
   // JavaScript's ToInt32 (typed-array stores, | 0): truncate, wrap modulo 2^32, NaN and Inf give 0 (WGSL's i32() saturates)
   ktoi32: 'fn ktoi32(x: f32) -> i32 { if (abs(x) < 2147483648.0) { return i32(x); } if (kisnan(x) || kisinf(x)) { return 0; } let b = bitcast<u32>(x); '
     + 'let e = ((b >> 23u) & 0xffu) - 150u; var r = 0u; if (e < 32u) { r = ((b & 0x7fffffu) | 0x800000u) << e; } if ((b >> 31u) == 1u) { r = 0u - r; } return bitcast<i32>(r); }',
-  kexpm1: 'fn kexpm1(x: f32) -> f32 { let u = exp(x); if (u == 1.0) { return x; } let um = u - 1.0; if (um == -1.0) { return -1.0; } return um * x / log(u); }',
+  kexpm1: 'fn kexpm1(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return x; } let u = exp(x); if (u == 1.0) { return x; } let um = u - 1.0; if (um == -1.0) { return -1.0; } return um * x / log(u); }',
   // Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7: below float32 tolerance)
   kerf: 'fn kerf(x: f32) -> f32 { if (x == 0.0) { return x; } let a = abs(x); let t = 1.0 / (1.0 + 0.3275911 * a); let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a); return select(y, -y, x < 0.0); }',
   // tanh overflows to NaN in some implementations for |x| > ~44; tanh(+-15) is +-1 in f32 (NaN and -0 kept)
@@ -53,18 +53,37 @@ export const HELPERS: Record<string, string> = {
   // torch: sign(NaN) = 0, sign(-0) = +0
   ksign: 'fn ksign(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return 0.0; } return sign(x); }',
   // scaled so that squares of large (or tiny) values neither overflow nor underflow
-  khypot: 'fn khypot(a: f32, b: f32) -> f32 { let m = max(abs(a), abs(b)); if (m == 0.0 || kisinf(m)) { return m; } let p = a / m; let q = b / m; return m * sqrt(p * p + q * q); }',
-  // through atan2 (Mesa's asin/acos builtins are off by ~3e-4; atan2 is float32-accurate there)
-  kasin: 'fn kasin(x: f32) -> f32 { return atan2(x, sqrt((1.0 - x) * (1.0 + x))); }',
-  kacos: 'fn kacos(x: f32) -> f32 { return atan2(sqrt((1.0 - x) * (1.0 + x)), x); }',
-  // C's fmod: the remainder of a truncated division, with the sign of a
-  kfmod: 'fn kfmod(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }',
+  khypot: 'fn khypot(a: f32, b: f32) -> f32 { if (kisinf(a) || kisinf(b)) { return kinf(); } if (kisnan(a) || kisnan(b)) { return knan(); } let m = max(abs(a), abs(b)); if (m == 0.0) { return m; } let p = a / m; let q = b / m; return m * sqrt(p * p + q * q); }',
+  // through atan2 (Mesa's asin/acos builtins are off by ~3e-4; atan2 is float32-accurate there); NaN outside [-1, 1], -0 kept
+  kasin: 'fn kasin(x: f32) -> f32 { if (!(abs(x) <= 1.0)) { return knan(); } if (x == 0.0) { return x; } return atan2(x, sqrt((1.0 - x) * (1.0 + x))); }',
+  kacos: 'fn kacos(x: f32) -> f32 { if (!(abs(x) <= 1.0)) { return knan(); } return atan2(sqrt((1.0 - x) * (1.0 + x)), x); }',
+  // odd functions keep -0 and NaN (GPU builtins may not)
+  katan: 'fn katan(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return x; } return atan(x); }',
+  ksinh: 'fn ksinh(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return x; } return sinh(x); }',
+  ktan: 'fn ktan(x: f32) -> f32 { if (kisnan(x) || x == 0.0) { return x; } return tan(x); }',
+  // log2 of a subnormal through its normal multiple (as klog)
+  klog2: 'fn klog2(x: f32) -> f32 { if (x > 0.0 && x < 1.17549435e-38) { return log2(x * 16777216.0) - 24.0; } return log2(x); }',
+  // IEEE atan2 on zeros, infinities and NaN (WGSL leaves them undefined)
+  katan2: 'fn katan2(y: f32, x: f32) -> f32 { if (kisnan(y) || kisnan(x)) { return knan(); } let pi = 3.14159265358979; let sy = select(1.0, -1.0, (bitcast<u32>(y) >> 31u) == 1u); '
+    + 'let xneg = (bitcast<u32>(x) >> 31u) == 1u; if (y == 0.0) { return select(y, sy * pi, xneg); } if (x == 0.0) { return sy * pi / 2.0; } '
+    + 'if (kisinf(y)) { if (kisinf(x)) { return sy * select(pi / 4.0, 3.0 * pi / 4.0, xneg); } return sy * pi / 2.0; } if (kisinf(x)) { return select(bitcast<f32>(bitcast<u32>(y) & 0x80000000u), sy * pi, xneg); } return atan2(y, x); }',
+  // C's fmod, exactly (the integer algorithm of musl's fmodf): the remainder of a truncated
+  // division with the sign of a; a / b need not fit a float (3e38 mod 1e-40)
+  kfmod: 'fn kfmod(a: f32, b: f32) -> f32 { var ux = bitcast<u32>(a); var uy = bitcast<u32>(b); let sx = ux & 0x80000000u; '
+    + 'if ((uy << 1u) == 0u || kisnan(b) || kisnan(a) || kisinf(a)) { return knan(); } if ((ux << 1u) <= (uy << 1u)) { if ((ux << 1u) == (uy << 1u)) { return bitcast<f32>(sx); } return a; } '
+    + 'var ex = i32((ux >> 23u) & 0xffu); var ey = i32((uy >> 23u) & 0xffu); '
+    + 'if (ex == 0) { var i = ux << 9u; loop { if ((i >> 31u) != 0u) { break; } ex = ex - 1; i = i << 1u; } ux = ux << u32(1 - ex); } else { ux = (ux & 0x7fffffu) | 0x800000u; } '
+    + 'if (ey == 0) { var i = uy << 9u; loop { if ((i >> 31u) != 0u) { break; } ey = ey - 1; i = i << 1u; } uy = uy << u32(1 - ey); } else { uy = (uy & 0x7fffffu) | 0x800000u; } '
+    + 'loop { if (ex <= ey) { break; } let i = ux - uy; if ((i >> 31u) == 0u) { if (i == 0u) { return bitcast<f32>(sx); } ux = i; } ux = ux << 1u; ex = ex - 1; } '
+    + 'let j = ux - uy; if ((j >> 31u) == 0u) { if (j == 0u) { return bitcast<f32>(sx); } ux = j; } '
+    + 'loop { if ((ux >> 23u) != 0u) { break; } ux = ux << 1u; ex = ex - 1; } '
+    + 'if (ex > 0) { ux = (ux - 0x800000u) | (u32(ex) << 23u); } else { ux = ux >> u32(1 - ex); } return bitcast<f32>(ux | sx); }',
   // JS Math.max/min propagate NaN, and of equal values +0 is the larger (bits AND), -0 the smaller (bits OR)
   kmax: 'fn kmax(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } if (a == b) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); } return max(a, b); }',
   kmin: 'fn kmin(a: f32, b: f32) -> f32 { if (kisnan(a) || kisnan(b)) { return knan(); } if (a == b) { return bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)); } return min(a, b); }',
   krelu: 'fn krelu(x: f32) -> f32 { if (kisnan(x)) { return x; } return max(x, 0.0); }',
 };
-const HELPER_DEPS: Record<string, string[]> = { klog1p: ['kisinf', 'klog'], ktoi32: ['kisnan', 'kisinf'], ktanh: ['kisnan'], kpow: ['knan', 'kinf', 'kisnan', 'kisinf'], khypot: ['kisinf'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
+const HELPER_DEPS: Record<string, string[]> = { klog1p: ['kisinf', 'klog'], ktoi32: ['kisnan', 'kisinf'], ktanh: ['kisnan'], kpow: ['knan', 'kinf', 'kisnan', 'kisinf'], khypot: ['kisinf', 'kisnan', 'kinf', 'knan'], kexpm1: ['kisnan'], kasin: ['knan'], kacos: ['knan'], katan: ['kisnan'], ksinh: ['kisnan'], ktan: ['kisnan'], katan2: ['kisnan', 'kisinf', 'knan'], kfmod: ['kisnan', 'kisinf', 'knan'], ksign: ['kisnan'], kmax: ['kisnan', 'knan'], kmin: ['kisnan', 'knan'], krelu: ['kisnan'] };
 
 /** Collects the helpers a shader uses, in dependency order. */
 export class HelperSet {
@@ -202,16 +221,16 @@ function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
     case 'round': return `round(${a})`; // WGSL rounds half to even, as kiln does
     case 'reciprocal': return `(1.0 / ${a})`;
     case 'identity': return a!;
-    case 'tan': return `tan(${a})`;
-    case 'atan': return `atan(${a})`;
+    case 'tan': return `${h.use('ktan')}(${a})`;
+    case 'atan': return `${h.use('katan')}(${a})`;
     case 'asin': return `${h.use('kasin')}(${a})`;
     case 'acos': return `${h.use('kacos')}(${a})`;
-    case 'sinh': return `sinh(${a})`;
+    case 'sinh': return `${h.use('ksinh')}(${a})`;
     case 'cosh': return `cosh(${a})`;
-    case 'log2': return `log2(${a})`;
-    case 'log10': return `(log2(${a}) * 0.3010299956639812)`;
+    case 'log2': return `${h.use('klog2')}(${a})`;
+    case 'log10': return `(${h.use('klog2')}(${a}) * 0.3010299956639812)`;
     case 'trunc': return `trunc(${a})`;
-    case 'atan2': return `atan2(${a}, ${b})`;
+    case 'atan2': return `${h.use('katan2')}(${a}, ${b})`;
     case 'fmod': return `${h.use('kfmod')}(${a}, ${b})`;
     case 'hypot': return `${h.use('khypot')}(${a}, ${b})`;
     case 'add': return `(${a} + ${b})`;
