@@ -12,6 +12,20 @@ export function currentUserOp(): string | null {
   return current;
 }
 
+/**
+ * Runs `f` with no public op in effect, so errors inside name their own op: a compiled
+ * function's checks name the compiled function, whichever public op (backward) ran it.
+ */
+export function withOwnNaming<T>(f: () => T): T {
+  const saved = current;
+  current = null;
+  try {
+    return f();
+  } finally {
+    current = saved;
+  }
+}
+
 /** Runs `f` as the public op `name` (for overloaded functions, whose overloads a wrapper would lose). */
 export function asPublicOp<T>(name: string, f: () => T): T {
   if (current !== null) return f();
