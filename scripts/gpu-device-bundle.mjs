@@ -8,8 +8,9 @@
 // test/webgpu*.test.ts except the *-browser.test.ts (they drive Chromium) and webgpu-lavapipe (a software adapter). Outputs keep their folder:
 // .device/bench/gpu.mjs, .device/test/webgpu.test.mjs, shared code in .device/chunks/.
 //
-// - 'kilnjs' and 'kilnjs/node' (the package's self-reference, package.json "exports") resolve to
-//   the same source files as the relative imports, so there is one copy of kiln per bundle.
+// - 'kilnjs' and 'kilnjs/node' resolve to the sources (tsconfig.json "paths", as under tsx; the
+//   package's "exports" point at the build in dist/), the same files as the relative imports,
+//   so there is one copy of kiln per bundle.
 // - `webgpu` and `koffi` stay external: node finds them in .device/node_modules.
 // - Every output lies two folders below the repository root, and each `import.meta.url` in a
 //   source file is rewritten to that file's own URL, computed from the bundle's location
@@ -42,13 +43,9 @@ const entries = [
     .map((f) => `test/${f}`),
 ];
 
-// package.json exports: { ".": { default: "./src/index.ts" }, "./node": ... } -> kiln, kiln/node
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const selfRef = new Map();
-for (const [key, target] of Object.entries(pkg.exports ?? {})) {
-  const file = typeof target === 'string' ? target : target.import ?? target.default;
-  selfRef.set(pkg.name + key.slice(1), resolve(root, file));
-}
+// tsconfig.json paths: { "kilnjs": ["./src/index.ts"], "kilnjs/node": ["./src/node.ts"] }
+const paths = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).compilerOptions.paths;
+const selfRef = new Map(Object.entries(paths).map(([name, [file]]) => [name, resolve(root, file)]));
 
 const RE_ESC = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const selfFilter = new RegExp(`^(${[...selfRef.keys()].map(RE_ESC).join('|')})$`);
@@ -90,6 +87,8 @@ const result = await build({
   outExtension: { '.js': '.mjs' },
   external: ['webgpu', 'koffi'],
   keepNames: true, // error classes and constructors keep their names (DTypeError, ...)
+  // package.json's "sideEffects" describes the package's modules, not the tests' and benchmarks'
+  ignoreAnnotations: true,
   sourcemap: 'linked',
   sourcesContent: false,
   metafile: true,

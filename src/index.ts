@@ -1,5 +1,6 @@
 // kiln: PyTorch-style tensors for TypeScript. The browser-safe entry point; Node-only
 // features (files, native backends) live in 'kilnjs/node'.
+/// <reference path="./core/ambient-types.ts" preserve="true" />
 
 import './tensor/methods.js';
 import './tensor/methods-api.js';
@@ -11,13 +12,16 @@ export { Tensor, isTensor, keep };
 export type { DType, TypedArray } from './core/dtype.js';
 export * from './core/errors.js';
 export { broadcastShapes } from './core/shape.js';
+export { Generator, type GeneratorState } from './core/random.js';
 export * from './ops/creation.js';
 export * from './ops/math.js';
 export { sum, prod, mean, max, min, argmax, argmin, variance as var, variance, std, logsumexp, softmax, logSoftmax } from './ops/reduce.js';
 export { reshape, viewAs, flatten, squeeze, unsqueeze, permute, transpose, expand, slice, narrow, select, pad, cat, stack, split, chunk, contiguous } from './ops/movement.js';
 export { matmul, bmm } from './ops/linalg.js';
 export { gather, scatterAdd, indexSelect, indexAdd, cumsum, oneHot, nonzero, maskedSelect } from './ops/indexing.js';
-export { conv2d, maxPool2d, avgPool2d } from './ops/window.js';
+export { conv1d, conv2d, convTranspose2d, maxPool2d, avgPool2d, type ConvPadding } from './ops/window.js';
+export { interpolate, adaptiveAvgPool1d, adaptiveAvgPool2d, adaptiveMaxPool2d, type InterpolateMode, type InterpolateOptions } from './ops/resize.js';
+export { groupNorm, rmsNorm } from './ops/normalization.js';
 export { linear, triu, tril, dropout, layerNorm, batchNorm, embedding, scaledDotProductAttention } from './ops/functional.js';
 // the torch API surface of docs/torch-api.md: activations, tensor ops, losses (math is in ops/math.js above)
 export { amax, amin, type ValuesIndices } from './ops/reduce.js';
@@ -50,13 +54,18 @@ export { MATMUL_CONFIGS, parseConfig as parseMatmulConfig, type MatmulConfig } f
 import './backend/webgpu/register.js';
 import './backend/wasm/register.js';
 export { WasmBackend, wasmStats, setWasmThreads, wasmUnavailableReason, WasmCompileError, WasmUnavailableError, type WasmStats } from './backend/wasm/index.js';
-export { encodeSafetensors, decodeSafetensors } from './io/safetensors.js';
-export { compile, explain, stats, customOp, read, GraphBreakError, RecompileError } from './compiler/index.js';
+export { encodeSafetensors, decodeSafetensors, type RawTensor, type SafetensorsFileDType } from './io/safetensors.js';
+export { compile, explain, profile, stats, customOp, read, GraphBreakError, RecompileError } from './compiler/index.js';
+export type { ProfileOptions, ProfileReport, KernelProfile, EagerOpProfile, ChromeTrace, ChromeTraceEvent, ProfileFloors } from './compiler/index.js';
 export { markDynamic, markStatic } from './compiler/index.js';
 export type { CompileOptions, Compiled, CompiledModule, CompiledGenerator, CompilerStats, ExplainResult } from './compiler/index.js';
 export * as compiler from './compiler/public.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
+export * as data from './data/index.js';
+export { encodeCheckpoint, decodeCheckpoint, CHECKPOINT_FILES, type CheckpointParts } from './checkpoint/checkpoint.js';
+// what a workload module for `kilnjs advise` exports (types only: the advisor itself is Node-only)
+export type { Workload, WorkloadInstance, WorkloadKind, WorkloadSetupOptions } from './advisor/workload.js';
 
 /** Runs fn and disposes every tensor it made, except those it returns (or keep()s). */
 export function scope<T>(fn: () => T): T {

@@ -1,30 +1,23 @@
-// kiln/node: the Node-only entry point (files, the native backend). Everything browser-safe
+// kilnjs/node: the Node-only entry point (files, the native backend). Everything browser-safe
 // is in 'kilnjs'. Importing it registers kiln.compile's backend 'native'.
+/// <reference path="./core/ambient-types.ts" preserve="true" />
 
 import './tensor/methods.js';
 import './backend/native/register.js';
 import './compiler/cache/register.js';
-import { DTypeError, StateDictError } from './core/errors.js';
 import type { Tensor } from './tensor/tensor.js';
-import { keep } from './tensor/scope.js';
-import { tensor } from './ops/creation.js';
 import { readSafetensorsFile, writeSafetensorsFile } from './io/safetensors-node.js';
-import type { RawTensor } from './io/safetensors.js';
+import type { SafetensorsFileDType } from './io/safetensors.js';
+import { keptTensors, rawTensors } from './checkpoint/records.js';
+
+export interface SaveSafetensorsOptions {
+  /** the file dtype of every tensor, or by name (default: float32 F32, float64 F64, int32 I32, bool BOOL); narrowing is range-checked */
+  dtypes?: SafetensorsFileDType | Record<string, SafetensorsFileDType>;
+}
 
 /** Writes a state dict ({ name: Tensor }, e.g. model.stateDict()) as a .safetensors file. */
-export async function saveSafetensors(path: string, stateDict: Record<string, Tensor>, metadata?: Record<string, string>): Promise<void> {
-  const raw: Record<string, RawTensor> = {};
-  for (const [name, t] of Object.entries(stateDict)) {
-    if (!t || typeof t !== 'object' || typeof (t as Tensor).dataSync !== 'function') {
-      throw new StateDictError(`'${name}' is not a tensor`, 'saveSafetensors');
-    }
-    t.assertAlive('saveSafetensors');
-    if (t.dtype !== 'float32' && t.dtype !== 'float64' && t.dtype !== 'int32' && t.dtype !== 'bool') {
-      throw new DTypeError(`'${name}' has dtype ${String(t.dtype)}, which safetensors files here cannot hold`, 'saveSafetensors');
-    }
-    raw[name] = { dtype: t.dtype, shape: [...t.shape], data: t.dataSync() }; // dataSync: a row-major copy
-  }
-  await writeSafetensorsFile(path, raw, metadata);
+export async function saveSafetensors(path: string, stateDict: Record<string, Tensor>, metadata?: Record<string, string>, opts: SaveSafetensorsOptions = {}): Promise<void> {
+  await writeSafetensorsFile(path, rawTensors(stateDict, opts.dtypes), metadata);
 }
 
 /** Reads a .safetensors file into kept tensors (load them with module.loadStateDict). */
@@ -32,17 +25,13 @@ export async function loadSafetensors(path: string): Promise<Record<string, Tens
   return (await loadSafetensorsWithMetadata(path)).tensors;
 }
 
-/** The tensors (kept) and the file's string metadata. */
-export async function loadSafetensorsWithMetadata(path: string): Promise<{ tensors: Record<string, Tensor>; metadata: Record<string, string> }> {
-  const file = await readSafetensorsFile(path);
-  const tensors: Record<string, Tensor> = {};
-  for (const [name, r] of Object.entries(file.tensors)) {
-    const t = keep(tensor(r.data, r.shape, { dtype: r.dtype }));
-    t.name = name;
-    tensors[name] = t;
-  }
-  return { tensors, metadata: file.metadata };
+/** The tensors (kept), the file's string metadata, and each tensor's dtype in the file (save with { dtypes } to write them back alike). */
+export async function loadSafetensorsWithMetadata(path: string): Promise<{ tensors: Record<string, Tensor>; metadata: Record<string, string>; dtypes: Record<string, SafetensorsFileDType> }> {
+  return keptTensors(await readSafetensorsFile(path));
 }
+
+export { saveCheckpoint, loadCheckpoint } from './checkpoint/files.js';
+export type { CheckpointParts } from './checkpoint/checkpoint.js';
 
 export { NativeBackend, NativeCompileError, NativeUnavailableError, nativeStats, nativeBatch, clearNativeMemoryCache, nativeUnavailableReason, type NativeStats } from './backend/native/index.js';
 export { requestWebGpuBackend, type NodeWebGpuOptions } from './backend/webgpu/node.js';
@@ -64,3 +53,8 @@ export async function serve(opts: import('./serve/server.js').ServeOptions): Pro
 
 // a fleet's compile cache on Redis (src/compiler/cache/remote.ts)
 export { useRemoteCache, type RemoteCache, type RemoteCacheOptions, type RemoteCacheStats } from './compiler/cache/remote.js';
+
+// the advisor (`kilnjs advise`): what a workload module exports, and the report --json writes
+export type { Workload, WorkloadInstance, WorkloadKind, WorkloadSetupOptions } from './advisor/workload.js';
+export type { AdvisorReport } from './advisor/report.js';
+export type { BreakEven, CheckItem, Projection, Verdict, VerdictResult } from './advisor/verdict.js';

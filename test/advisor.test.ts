@@ -517,27 +517,27 @@ test('measure runs the shape policies on the backend the verdict recommends', ()
 // ---------------------------------------------------------------- loading workloads, the CLI
 
 test('--example: a missing example or one without a workload export fails with a clear message', async () => {
-  await assert.rejects(loadExample('no-such-example'), (e: Error) => e instanceof WorkloadError && /there is no examples\/no-such-example\.ts \(examples: .*mlp/.test(e.message));
+  await assert.rejects(loadExample('no-such-example'), (e: Error) => e instanceof WorkloadError && /there is no example 'no-such-example' \(examples: char-gpt, denoiser, mlp, recommender\)/.test(e.message));
   const exdir = join(dir, 'examples');
   rmSync(exdir, { recursive: true, force: true });
   (await import('node:fs')).mkdirSync(exdir);
   writeFileSync(join(exdir, 'plain.ts'), 'export const answer = 42;\n');
-  await assert.rejects(loadExample('plain', exdir), /examples\/plain\.ts does not export a 'workload' \(yet\)/);
+  await assert.rejects(loadExample('plain', exdir), /plain\.ts does not export a 'workload' \(yet\)/);
   writeFileSync(join(exdir, 'good.ts'), "export const workload = { name: 'good', kind: 'inference', setup() { throw new Error('not called'); } };\n");
   const lw = await loadExample('good', exdir);
   assert.equal(lw.workload.name, 'good');
   assert.equal(lw.source, 'example:good');
 });
 
-test('bin/kiln.js runs the CLI through tsx; exit statuses for bad arguments', async () => {
-  const run = (...a: string[]) => spawnSync(process.execPath, ['bin/kiln.js', ...a], { encoding: 'utf8' });
+test('the CLI (src/cli.ts; the built bin: test/package.test.ts): exit statuses for bad arguments', async () => {
+  const run = (...a: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...a], { encoding: 'utf8' });
   const h = run('advise', '--help');
   assert.equal(h.status, 0, h.stderr);
-  assert.match(h.stdout, /kiln advise \[workload-module\]/);
+  assert.match(h.stdout, /kilnjs advise \[workload-module\]/);
   assert.match(h.stdout, /--fail-if-slower/);
   const missing = run('advise', '--example', 'no-such-example', '--quiet');
   assert.equal(missing.status, 1);
-  assert.match(missing.stderr, /there is no examples\/no-such-example\.ts/);
+  assert.match(missing.stderr, /there is no example 'no-such-example'/);
   // the same entry point in-process
   const err: string[] = [];
   const io: Io = { out: () => {}, err: (s) => err.push(s) };

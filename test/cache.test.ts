@@ -216,7 +216,7 @@ test('a process that writes once still keeps the folder under its cap (the scan 
 
 test('a module whose class changed (a helper method, not forward) does not warm-start a stale graph, compiled or given as { captures }', () => {
   const dir = fresh('class-edit');
-  // inside the package (so 'kilnjs' resolves), in the ignored .probe/ folder
+  // inside the repository (tsx resolves 'kilnjs' to src/ by tsconfig.json's paths; cwd is the root), in the ignored .probe/ folder
   const scratch = join(import.meta.dirname, '..', '.probe', `cache-class-${process.pid}`);
   mkdirSync(scratch, { recursive: true });
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
@@ -293,7 +293,7 @@ test('warmup compiles ahead for declared shapes and reports each', async () => {
 test('kiln cache save / load move a whole cache', () => {
   const src = fresh('second-js');
   const file = join(ROOT, 'bundle.kcb');
-  const bin = join(import.meta.dirname, '..', 'bin', 'kiln.ts');
+  const bin = join(import.meta.dirname, '..', 'src', 'cli.ts');
   let r = spawnSync(process.execPath, ['--import', 'tsx', bin, 'cache', 'save', file], { encoding: 'utf8', env: { ...process.env, KILN_CACHE_DIR: src } });
   assert.equal(r.status, 0, r.stderr);
   const dst = fresh('moved');

@@ -10,7 +10,7 @@ import * as zlib from 'node:zlib';
 import { nativeUnavailableReason } from 'kilnjs/node';
 import { Denoiser, makeImages, trainDenoiser, writeDenoiserPngs } from '../examples/denoiser.js';
 import { crc32, encodePng, imageGrid } from '../examples/lib/png.js';
-import { psnr } from '../examples/lib/metrics.js';
+import { psnr } from '../src/advisor/examples/lib/metrics.js';
 import { assertCompiledFollowsEager } from './helpers/compiled-training.js';
 
 /** Parses a PNG written by encodePng (8-bit, filter 0 rows), checking every chunk's CRC. */

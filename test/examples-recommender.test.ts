@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { CONFIGS, DlrmClickModel, buildClickLog, popularityScores, trainRecommender, type ClickLog } from '../examples/recommender.js';
-import { auc } from '../examples/lib/metrics.js';
+import { auc } from '../src/advisor/examples/lib/metrics.js';
 import { Dlrm } from '../bench/workloads/w6.js';
 import { nativeUnavailableReason } from 'kilnjs/node';
 import { assertCompiledFollowsEager } from './helpers/compiled-training.js';

@@ -86,3 +86,30 @@ test('the plan never holds more than eager did at its peak (MLP example training
   assert.ok(planPeak > 0);
   assert.ok(planPeak <= eagerPeak, `plan ${planPeak} bytes vs eager peak ${eagerPeak} bytes`);
 });
+
+test('a residual stream is computed once, in the epilogue of the matmul that adds to it (not again in every later kernel)', () => {
+  kiln.manualSeed(3);
+  const layers = 4, d = 24;
+  const ws = Array.from({ length: layers }, () => kiln.randn([d, d]).mul(0.2));
+  const bs = Array.from({ length: layers }, () => kiln.randn([d]));
+  const x = kiln.randn([10, d]);
+  // pre-norm residual blocks: h = h + linear(layerNorm(h)), then a final layer norm
+  const fn = (x: kiln.Tensor) => {
+    let h = x;
+    for (let l = 0; l < layers; l++) h = h.add(kiln.linear(kiln.layerNorm(h, [d]), ws[l]!, bs[l]!));
+    return kiln.layerNorm(h, [d]);
+  };
+  const { c, g } = compileOnce(fn, x);
+  // one layer norm per block and the final one, one matmul per block
+  assert.equal(g.kernels, 2 * layers + 1, g.program ?? '');
+  assert.equal((g.fusion!.match(/computed once in matmul %\d+'s epilogue/g) ?? []).length, layers, g.fusion ?? '');
+  // every layer norm reads one full-size buffer (the stream), however deep it is
+  for (const k of g.program!.split(/\n(?=kernel )/).filter((s) => s.startsWith('kernel') && s.includes('row reduction'))) {
+    const full = new Set([...k.matchAll(/t\d+ = buf(\d+)\[(?:\d+\*)?o\d+ \+ r0\]/g)].map((m) => m[1]));
+    assert.ok(full.size <= 1, `a layer norm reads ${full.size} streams:\n${k}`);
+  }
+  const want = Array.from(fn(x).dataSync());
+  const got = Array.from((c(x) as kiln.Tensor).dataSync());
+  got.forEach((v, i) => assert.ok(Math.abs(v - want[i]!) <= 1e-5 * (1 + Math.abs(want[i]!)), `[${i}] ${v} vs eager ${want[i]}`));
+  assert.equal(kiln.stats().fusionFallbacks, 0);
+});

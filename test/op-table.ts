@@ -13,6 +13,7 @@
 
 import * as kiln from 'kilnjs';
 import * as R from './helpers/reference.js';
+import * as RL from './helpers/reference-layers.js';
 import type { ND } from './helpers/reference.js';
 import { REQUIRED_API_OPS, apiOpCases } from './op-table-api.js';
 
@@ -617,6 +618,78 @@ export const OP_TABLE: readonly OpCase[] = [
   ).map(([label, xs, kern, opts]): OpCase => ({
     name: `avgPool2d ${label}`, op: 'avgPool2d', grad: [0], make: (r) => [r.randn(xs)],
     run: (k, [x]) => k.avgPool2d(x!, kern, opts), reference: ([x]) => R.avgPool2d(x!, kern, opts),
+  })),
+  ...(
+    [
+      ['k3 s2 p1 ceil', [1, 2, 8, 9], 3, { stride: 2, padding: 1, ceilMode: true }],
+      ['k3 s2 p1 ceil, exclude pad', [1, 2, 8, 9], 3, { stride: 2, padding: 1, ceilMode: true, countIncludePad: false }],
+      ['k2 divisorOverride 3', [1, 2, 4, 5], 2, { divisorOverride: 3 }],
+    ] as const
+  ).map(([label, xs, kern, opts]): OpCase => ({
+    name: `avgPool2d ${label}`, op: 'avgPool2d', grad: [0], make: (r) => [r.randn(xs)],
+    run: (k, [x]) => k.avgPool2d(x!, kern, opts), reference: ([x]) => RL.pool2d('avg', x!, kern, opts),
+  })),
+  ...one({
+    name: 'maxPool2d k3 s2 p1 ceil', op: 'maxPool2d', grad: [0], make: (r) => [r.distinct([1, 2, 8, 9])],
+    run: (k, [x]) => k.maxPool2d(x!, 3, { stride: 2, padding: 1, ceilMode: true }), reference: ([x]) => RL.pool2d('max', x!, 3, { stride: 2, padding: 1, ceilMode: true }),
+  }),
+  ...(
+    [
+      ['groups 2 stride 2 padding 1', [2, 4, 9], [6, 2, 3], { stride: 2, padding: 1, groups: 2 }],
+      ["'same' even kernel, dilation 2", [1, 3, 8], [2, 3, 4], { padding: 'same', dilation: 2 }],
+    ] as const
+  ).map(([label, xs, ws, opts]): OpCase => ({
+    name: `conv1d ${label}`, op: 'conv1d', grad: [0, 1, 2], make: (r) => [r.randn(xs), r.randn(ws), r.randn([ws[0]])],
+    run: (k, [x, w, b]) => k.conv1d(x!, w!, b!, opts), reference: ([x, w, b]) => RL.conv1d(x!, w!, b, opts),
+  })),
+  ...one({
+    name: "conv2d padding 'same' even kernel [2, 4]", op: 'conv2d', grad: [0, 1], make: (r) => [r.randn([1, 2, 5, 6]), r.randn([3, 2, 2, 4])],
+    run: (k, [x, w]) => k.conv2d(x!, w!, null, { padding: 'same' }), reference: ([x, w]) => RL.conv2d(x!, w!, undefined, { padding: 'same' }),
+  }),
+  ...(
+    [
+      ['stride 2 padding 1 outputPadding 1 groups 2 + bias', [2, 4, 3, 4], [4, 3, 3, 3], { stride: 2, padding: 1, outputPadding: 1, groups: 2 }],
+      ['rect kernel, dilation [1, 2], stride [2, 1]', [1, 3, 4, 3], [3, 2, 2, 3], { stride: [2, 1], padding: [0, 1], dilation: [1, 2] }],
+    ] as const
+  ).map(([label, xs, ws, opts]): OpCase => ({
+    name: `convTranspose2d ${label}`, op: 'convTranspose2d', grad: [0, 1, 2], make: (r) => [r.randn(xs), r.randn(ws), r.randn([ws[1] * ((opts as { groups?: number }).groups ?? 1)])],
+    run: (k, [x, w, b]) => k.convTranspose2d(x!, w!, b!, opts), reference: ([x, w, b]) => RL.convTranspose2d(x!, w!, b, opts),
+  })),
+  ...one({
+    name: 'adaptiveAvgPool2d [7, 11] -> [3, 5] (uneven windows)', op: 'adaptiveAvgPool2d', grad: [0], make: (r) => [r.randn([2, 2, 7, 11])],
+    run: (k, [x]) => k.adaptiveAvgPool2d(x!, [3, 5]), reference: ([x]) => RL.adaptivePool('avg', x!, [3, 5]),
+  }),
+  ...one({
+    name: 'adaptiveAvgPool2d [6, 8] -> [3, 2] (even windows)', op: 'adaptiveAvgPool2d', grad: [0], make: (r) => [r.randn([1, 3, 6, 8])],
+    run: (k, [x]) => k.adaptiveAvgPool2d(x!, [3, 2]), reference: ([x]) => RL.adaptivePool('avg', x!, [3, 2]),
+  }),
+  ...one({
+    name: 'adaptiveMaxPool2d [7, 9] -> [3, 4]', op: 'adaptiveMaxPool2d', grad: [0], make: (r) => [r.distinct([1, 2, 7, 9])],
+    run: (k, [x]) => k.adaptiveMaxPool2d(x!, [3, 4]), reference: ([x]) => RL.adaptivePool('max', x!, [3, 4]),
+  }),
+  ...one({
+    name: 'adaptiveAvgPool1d 10 -> 4', op: 'adaptiveAvgPool1d', grad: [0], make: (r) => [r.randn([2, 3, 10])],
+    run: (k, [x]) => k.adaptiveAvgPool1d(x!, 4), reference: ([x]) => RL.adaptivePool('avg', x!, [4]),
+  }),
+  ...one({
+    name: 'groupNorm 3 groups of [2, 6, 4, 5], affine', op: 'groupNorm', grad: [0, 1, 2], make: (r) => [r.randn([2, 6, 4, 5]), r.randn([6]), r.randn([6])],
+    run: (k, [x, w, b]) => k.groupNorm(x!, 3, w!, b!), reference: ([x, w, b]) => RL.groupNorm(x!, 3, w, b),
+  }),
+  ...one({
+    name: 'rmsNorm over the last dim, weight, eps 1e-6', op: 'rmsNorm', grad: [0, 1], make: (r) => [r.randn([3, 4, 6]), r.randn([6])],
+    run: (k, [x, w]) => k.rmsNorm(x!, [6], w!, 1e-6), reference: ([x, w]) => RL.rmsNorm(x!, 6, w, 1e-6),
+  }),
+  ...(
+    [
+      ['nearest [4, 6] -> [7, 5]', [2, 2, 4, 6], [7, 5], 'nearest', false],
+      ['bilinear [4, 6] -> [7, 9]', [1, 3, 4, 6], [7, 9], 'bilinear', false],
+      ['bilinear alignCorners [4, 6] -> [7, 9]', [1, 2, 4, 6], [7, 9], 'bilinear', true],
+      ['bilinear down [9, 7] -> [5, 4]', [1, 2, 9, 7], [5, 4], 'bilinear', false],
+    ] as const
+  ).map(([label, xs, size, mode, alignCorners]): OpCase => ({
+    name: `interpolate ${label}`, op: 'interpolate', grad: [0], make: (r) => [r.randn(xs)],
+    run: (k, [x]) => k.interpolate(x!, { size, mode, alignCorners: mode === 'bilinear' ? alignCorners : null }),
+    reference: ([x]) => RL.interpolate2d(x!, size, mode, alignCorners),
   })),
 
   // -- indexing --

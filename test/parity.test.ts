@@ -115,24 +115,6 @@ function adamwSteps(spec: ModelSpec, m: kiln.nn.AnyModule, compiledName: string 
 
 // ---- the models, with torch_fixtures.py's state-dict keys ------------------------------------
 
-class MaxPool2d extends nn.Module {
-  constructor(readonly k: number, readonly opts: { stride?: number; padding?: number } = {}) {
-    super();
-  }
-  forward(x: Tensor): Tensor {
-    return kiln.maxPool2d(x, this.k, this.opts);
-  }
-}
-
-class AvgPool2d extends nn.Module {
-  constructor(readonly k: number) {
-    super();
-  }
-  forward(x: Tensor): Tensor {
-    return kiln.avgPool2d(x, this.k);
-  }
-}
-
 /** torch_fixtures.py's DLRM: bottom MLP, 4 EmbeddingBag(sum) tables, pairwise dots (upper triangle), top MLP. */
 class DLRM extends nn.Module<[Tensor, Tensor]> {
   emb: kiln.nn.ModuleList<kiln.nn.EmbeddingBag>;
@@ -214,8 +196,8 @@ const MODELS: Record<string, ModelSpec> = {
   cnn: {
     build() {
       return new nn.Sequential(
-        new nn.Conv2d(3, 8, 3, { padding: 1 }), new nn.BatchNorm2d(8), new nn.ReLU(), new MaxPool2d(2),
-        new nn.Conv2d(8, 16, 3, { stride: 2, padding: 1, groups: 2 }), new nn.ReLU(), new AvgPool2d(2),
+        new nn.Conv2d(3, 8, 3, { padding: 1 }), new nn.BatchNorm2d(8), new nn.ReLU(), new nn.MaxPool2d(2),
+        new nn.Conv2d(8, 16, 3, { stride: 2, padding: 1, groups: 2 }), new nn.ReLU(), new nn.AvgPool2d(2),
         new nn.Flatten(), new nn.Linear(16 * 2 * 2, 5),
       );
     },

@@ -6,6 +6,11 @@ import { join } from 'node:path';
 import { StateDictError } from '../src/core/errors.js';
 import { decodeSafetensors, encodeSafetensors, type RawTensor } from '../src/io/safetensors.js';
 import { readSafetensorsFile, writeSafetensorsFile } from '../src/io/safetensors-node.js';
+import * as kiln from 'kilnjs';
+import { loadSafetensors, loadSafetensorsWithMetadata, saveSafetensors } from 'kilnjs/node';
+import { readFile, writeFile } from 'node:fs/promises';
+import { haveFixture, LAYER_FIXTURES, NO_FIXTURES } from './helpers/torch-cases.js';
+import { assertClose } from './helpers/torch-compare.js';
 
 // --- helpers -------------------------------------------------------------------------------
 
@@ -127,20 +132,18 @@ test('decodes from an unaligned view and never aliases the input', () => {
   assertSameTensor(fromBuf, t);
 });
 
-test('overlapping and out-of-order regions are allowed', () => {
+test('out-of-order header entries are fine when the regions tile the data section', () => {
   const data = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
   const file = rawFile(
     {
       late: { dtype: 'F32', shape: [1], data_offsets: [8, 12] },
-      all: { dtype: 'F32', shape: [3], data_offsets: [0, 12] },
-      mid: { dtype: 'F32', shape: [2], data_offsets: [4, 12] },
+      first: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
     },
     data,
   );
   const { tensors } = decodeSafetensors(file);
   assert.deepEqual([...tensors['late']!.data], [3]);
-  assert.deepEqual([...tensors['all']!.data], [1, 2, 3]);
-  assert.deepEqual([...tensors['mid']!.data], [2, 3]);
+  assert.deepEqual([...tensors['first']!.data], [1, 2]);
 });
 
 // --- foreign dtypes -------------------------------------------------------------------------
@@ -281,6 +284,150 @@ test('file round-trip through a temp dir, written atomically', async () => {
     const bad: RawTensor = { dtype: 'int32', shape: [2], data: new Int32Array(1) };
     await assert.rejects(writeSafetensorsFile(join(dir, 'bad.safetensors'), { bad }), StateDictError);
     assert.deepEqual(await readdir(dir), ['model.safetensors']);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+// --- the format, strictly (issue 18) -----------------------------------------------------------
+
+test('overlapping regions are refused: 54 names on one 1 MB region no longer decode into 54 MB of copies', () => {
+  const mb = 1 << 20;
+  const header: Record<string, object> = {};
+  for (let i = 0; i < 54; i++) header[`t${i}`] = { dtype: 'U8', shape: [mb], data_offsets: [0, mb] };
+  assertStateDictError(() => decodeSafetensors(rawFile(header, new Uint8Array(mb))), 'overlap', "'t0'", "'t1'");
+  const data = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
+  const partial = rawFile({ all: { dtype: 'F32', shape: [3], data_offsets: [0, 12] }, mid: { dtype: 'F32', shape: [2], data_offsets: [4, 12] } }, data);
+  assertStateDictError(() => decodeSafetensors(partial), 'overlap', "'mid'");
+});
+
+test('holes between tensors, before the first and after the last are refused', () => {
+  const data = new Uint8Array(16);
+  const file = (a: [number, number], b: [number, number], bytes = data) => rawFile({ a: { dtype: 'F32', shape: [1], data_offsets: a }, b: { dtype: 'F32', shape: [1], data_offsets: b } }, bytes);
+  assertStateDictError(() => decodeSafetensors(file([0, 4], [8, 12], data.subarray(0, 12))), 'hole', "'b'", '4', '8');
+  assertStateDictError(() => decodeSafetensors(file([4, 8], [8, 12], data.subarray(0, 12))), 'hole', "'a'", '0');
+  assertStateDictError(() => decodeSafetensors(file([0, 4], [4, 8], data.subarray(0, 12))), '4 bytes after the last tensor');
+  decodeSafetensors(file([0, 4], [4, 8], data.subarray(0, 8))); // tiled exactly: fine
+});
+
+test('a tensor named twice is refused (JSON.parse would keep the last silently)', () => {
+  const data = new Uint8Array(new Float32Array([1, 2]).buffer);
+  const text = '{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
+  assertStateDictError(() => decodeSafetensors(rawFile(text, data)), "'w'", 'twice');
+  const nested = '{"w":{"dtype":"F32","dtype":"F64","shape":[1],"data_offsets":[0,4]}}';
+  assertStateDictError(() => decodeSafetensors(rawFile(nested, data.subarray(0, 4))), 'dtype', 'twice');
+  const escaped = text.replace('},"w"', '},"\\u0077"'); // the same name, spelled with an escape
+  assert.ok(escaped.includes('\\u0077'));
+  assertStateDictError(() => decodeSafetensors(rawFile(escaped, data)), "'w'", 'twice');
+});
+
+test('a tensor named __proto__ is kept as an ordinary entry (and does not replace the prototype)', () => {
+  const data = new Uint8Array(new Float32Array([7, 8]).buffer);
+  const text = '{"__proto__":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}';
+  const { tensors } = decodeSafetensors(rawFile(text, data));
+  assert.deepEqual(Object.keys(tensors).sort(), ['__proto__', 'b']);
+  assert.ok(Object.hasOwn(tensors, '__proto__'));
+  assert.deepEqual([...tensors['__proto__']!.data], [7]);
+  assert.equal(Object.getPrototypeOf(tensors), Object.prototype);
+  // and it round-trips through the encoder
+  const back = decodeSafetensors(encodeSafetensors(tensors)).tensors;
+  assert.deepEqual([...back['__proto__']!.data], [7]);
+});
+
+test('loadSafetensors on a missing file, a folder or a pipe-like path: a StateDictError naming the path', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-safetensors-'));
+  try {
+    const missing = join(dir, 'nope.safetensors');
+    await assert.rejects(loadSafetensors(missing), (e: unknown) => e instanceof StateDictError && e.message.includes(missing) && e.message.includes('no such file'));
+    await assert.rejects(loadSafetensors(dir), (e: unknown) => e instanceof StateDictError && e.message.includes('is a folder'));
+    await writeFile(join(dir, 'file'), 'x');
+    await assert.rejects(loadSafetensors(join(dir, 'file', 'below.safetensors')), (e: unknown) => e instanceof StateDictError && e.message.includes('not a folder'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+// --- writing other dtypes (issue 22: F16 / BF16 / I64 / U8 / ... save with a range check) ---------
+
+test('F16 and BF16 writing rounds to nearest even, keeps subnormals, signed zeros and specials, and refuses overflow', () => {
+  const v = [1, -2, 65504, 2 ** -24, 2 ** -25, 3 * 2 ** -26, -0, Infinity, -Infinity, NaN, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 65519.99];
+  const f = { dtype: 'float32' as const, shape: [v.length], data: Float32Array.from(v) };
+  const h = decodeSafetensors(encodeSafetensors({ h: { ...f, fileDType: 'F16' } })).tensors['h']!;
+  assert.equal(h.fileDType, 'F16');
+  const want = [1, -2, 65504, 2 ** -24, 0, 2 ** -24, -0, Infinity, -Infinity, NaN, 1, 1 + 2 ** -9, 65504];
+  [...h.data].forEach((x, i) => assert.ok(Object.is(x, want[i]) || (Number.isNaN(x) && Number.isNaN(want[i]!)), `F16 element ${i}: ${x} vs ${want[i]}`));
+  assertStateDictError(() => encodeSafetensors({ big: { dtype: 'float32', shape: [2], data: Float32Array.from([1, 65520]), fileDType: 'F16' } }), "'big'", 'element 1 = 65520', 'F16');
+  const bf = decodeSafetensors(encodeSafetensors({ b: { dtype: 'float32', shape: [4], data: Float32Array.from([1 + 2 ** -8, 1 + 3 * 2 ** -8, 3e38, -1e-40]), fileDType: 'BF16' } })).tensors['b']!;
+  assert.deepEqual([...bf.data].slice(0, 2), [1, 1 + 2 ** -6], 'ties to even');
+  assert.ok(Math.abs(bf.data[2]! - 3e38) / 3e38 < 2 ** -8, 'large BF16 values round, they do not overflow');
+  assert.ok(bf.data[3]! < 0 && Math.abs(bf.data[3]! + 1e-40) < 2 ** -133, 'BF16 subnormals');
+  assertStateDictError(() => encodeSafetensors({ x: { dtype: 'float64', shape: [1], data: Float64Array.from([1e39]), fileDType: 'BF16' } }), 'does not fit in BF16');
+  assertStateDictError(() => encodeSafetensors({ x: { dtype: 'float64', shape: [1], data: Float64Array.from([1e39]), fileDType: 'F32' } }), 'does not fit in F32');
+});
+
+test('integer file dtypes: I64 / I16 / I8 / U8 written from int32 with a range check, BOOL from bool; mismatched kinds refused', () => {
+  const ints = Int32Array.from([0, 1, -1, 2 ** 31 - 1, -(2 ** 31)]);
+  const i64 = decodeSafetensors(encodeSafetensors({ a: { dtype: 'int32', shape: [5], data: ints, fileDType: 'I64' } })).tensors['a']!;
+  assert.deepEqual([...i64.data], [...ints]);
+  assert.equal(i64.fileDType, 'I64');
+  const u8 = decodeSafetensors(encodeSafetensors({ a: { dtype: 'int32', shape: [3], data: Int32Array.from([0, 128, 255]), fileDType: 'U8' } })).tensors['a']!;
+  assert.deepEqual([...u8.data], [0, 128, 255]);
+  assertStateDictError(() => encodeSafetensors({ a: { dtype: 'int32', shape: [2], data: Int32Array.from([5, 256]), fileDType: 'U8' } }), "'a'", 'element 1 = 256', '[0, 255]');
+  assertStateDictError(() => encodeSafetensors({ a: { dtype: 'int32', shape: [1], data: Int32Array.from([-129]), fileDType: 'I8' } }), '[-128, 127]');
+  assertStateDictError(() => encodeSafetensors({ a: { dtype: 'int32', shape: [1], data: Int32Array.from([40000]), fileDType: 'I16' } }), '[-32768, 32767]');
+  assertStateDictError(() => encodeSafetensors({ a: { dtype: 'float32', shape: [1], data: Float32Array.from([1]), fileDType: 'I64' } }), 'cannot be written as I64', 'int32');
+  assertStateDictError(() => encodeSafetensors({ a: { dtype: 'int32', shape: [1], data: Int32Array.from([1]), fileDType: 'F16' } }), 'cannot be written as F16');
+  assertStateDictError(() => encodeSafetensors({ a: { dtype: 'int32', shape: [1], data: Int32Array.from([1]), fileDType: 'Q4' as never } }), 'unknown file dtype', 'F16, BF16');
+  // widest file dtype first: an I64 tensor of an int32 array is placed before F32 data
+  const header = new TextDecoder().decode(encodeSafetensors({ f: random('float32', [1]), i: { dtype: 'int32', shape: [1], data: Int32Array.from([3]), fileDType: 'I64' } }).subarray(8, 200));
+  assert.ok(header.indexOf('"i"') < header.indexOf('"f"'));
+});
+
+test('a torch-written checkpoint in F16 / BF16 / I64 / U8 / I8 / I16 / BOOL / F64 loads, runs, and saves back bit for bit', { skip: haveFixture('dtypes') ? false : NO_FIXTURES }, async () => {
+  const path = join(LAYER_FIXTURES, 'dtypes.safetensors');
+  const meta = JSON.parse(await readFile(join(LAYER_FIXTURES, 'dtypes.json'), 'utf8')) as { expected: Record<string, unknown>; rtol: number };
+  const { tensors, dtypes } = await loadSafetensorsWithMetadata(path);
+  assert.equal(dtypes['f16.linear1.weight'], 'F16');
+  assert.equal(dtypes['bf16.norm1.weight'], 'BF16');
+  assert.equal(dtypes['ids_i64'], 'I64');
+  const value = (v: unknown) => (v === 'nan' ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : (v as number));
+  for (const [k, want] of Object.entries(meta.expected)) {
+    const got = Array.from(tensors[k]!.dataSync() as ArrayLike<number>);
+    const flat = [want].flat(3).map(value);
+    got.forEach((g, i) => assert.ok(Object.is(g, flat[i]) || (Number.isNaN(g) && Number.isNaN(flat[i]!)) || g === flat[i], `${k}[${i}]: ${g} vs torch ${flat[i]}`));
+  }
+  // the half-precision weights drive kiln's TransformerEncoderLayer to torch's output
+  for (const tag of ['f16', 'bf16']) {
+    const layer = new kiln.nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, batchFirst: true });
+    const sd = Object.fromEntries(Object.entries(tensors).filter(([k]) => k.startsWith(`${tag}.`)).map(([k, t]) => [k.slice(tag.length + 1), t]));
+    layer.loadStateDict(sd);
+    assertClose(layer.call(tensors['f16_input']!), tensors[`${tag}_output`]!, meta.rtol, `${tag} layer output`);
+  }
+  // a BatchNorm's I64 num_batches_tracked lands in kiln's int32 buffer
+  const bn = new kiln.nn.BatchNorm1d(2);
+  bn.loadStateDict({ ...bn.stateDict(), num_batches_tracked: tensors['bn.num_batches_tracked']! });
+  assert.equal(bn.num_batches_tracked!.item(), 17);
+  // saving with the dtypes read writes every tensor's bytes as torch wrote them
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-safetensors-'));
+  try {
+    const out = join(dir, 'back.safetensors');
+    await saveSafetensors(out, tensors, undefined, { dtypes });
+    const region = (bytes: Uint8Array) => {
+      const n = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+      const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n))) as Record<string, { dtype: string; data_offsets: [number, number] }>;
+      return (k: string) => ({ dtype: header[k]!.dtype, bytes: Array.from(bytes.subarray(8 + n + header[k]!.data_offsets[0], 8 + n + header[k]!.data_offsets[1])) });
+    };
+    const a = region(new Uint8Array(await readFile(path))), b = region(new Uint8Array(await readFile(out)));
+    for (const k of Object.keys(tensors)) {
+      const ra = a(k), rb = b(k);
+      assert.equal(rb.dtype, ra.dtype, k);
+      if (k === 'special_f16' || k === 'special_bf16') {
+        // NaN is written as the canonical quiet NaN (torch's too); every other element bit for bit
+        assert.equal(rb.bytes.length, ra.bytes.length);
+      } else assert.deepEqual(rb.bytes, ra.bytes, `${k}: bytes differ`);
+    }
+    const sp = (await loadSafetensorsWithMetadata(out)).tensors;
+    assert.deepEqual(Array.from(sp['special_f16']!.dataSync()).map(String), Array.from(tensors['special_f16']!.dataSync()).map(String));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -497,6 +497,26 @@ test('webgpu reduce-overhead: a prerecorded max-autotune matmul runs the winner 
 
 // ---- timestamp profiling ----
 
+test('kiln.profile on webgpu: device time per kernel of the program from timestamps, the typed error without', { skip }, async () => {
+  const x = onGpu(() => kiln.keep(kiln.toBackend(onCpu(() => kiln.randn([64, 48])), gpu!)));
+  const f = kiln.compile((x: kiln.Tensor) => kiln.matmul(x, x.transpose(0, 1)).relu().sum(1), { backend: 'webgpu', fullgraph: true, name: 'kprof' });
+  onGpu(() => kiln.scope(() => void f(x)));
+  const run = () => onGpu(() => kiln.profile(() => onGpu(() => f(x)), { runs: 2, floors: { gbps: 100, gflops: 1000 } })()) as Promise<kiln.ProfileReport>;
+  if (!gpu!.canProfile) {
+    await assert.rejects(run(), (e: Error) => e instanceof kiln.WebGpuUnsupportedError && /timestamp-query/.test(e.message));
+    return;
+  }
+  const r = await run();
+  assert.equal(r.deviceTimed, true);
+  const kernels = [...(f.compiled.report!.graphs[0]!.program ?? '').matchAll(/^kernel (\S+):/gm)].map((m) => m[1]);
+  assert.deepEqual(r.kernels.map((k) => k.name), kernels, r.table());
+  for (const k of r.kernels) assert.ok(k.calls === 2 && Number.isFinite(k.msPerCall) && k.msPerCall >= 0, JSON.stringify(k));
+  assert.ok(r.kernelMs > 0, r.table());
+  const trace = JSON.parse(JSON.stringify(r.chromeTrace())) as kiln.ChromeTrace;
+  assert.ok(trace.traceEvents.some((e) => e.cat === 'device'), 'device-time events on their own track');
+  console.log(r.table().replace(/^/gm, '# '));
+});
+
 test('webgpu profile: per-dispatch GPU time with timestamp-query, a typed error without', { skip }, async () => {
   const x = onGpu(() => kiln.keep(kiln.toBackend(onCpu(() => kiln.randn([64, 48])), gpu!)));
   const f = kiln.compile((x: kiln.Tensor) => kiln.matmul(x, x.transpose(0, 1)).relu().sum(1), { backend: 'webgpu', fullgraph: true, name: 'prof' });

@@ -10,18 +10,11 @@
 // size 'gpu' (WORKLOADS.md's GPU column): 100,000 rows per table, batch 2048, same structure.
 
 import * as kiln from 'kilnjs';
+import { mlp, upperTriangleIndex, W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_ROWS, W6_TABLES, W6_TOP, W6_VECTORS } from '../../src/advisor/examples/lib/dlrm.js';
 import { matmulFlops, mlpTrainStepFlops } from '../lib/flops.js';
 import { DEFAULT_SEED, makeInstance, optimizerTensors, type Instance, type SetupOptions, type Workload, type WorkloadSize } from './types.js';
 
-export const W6_BATCH = 512;
-export const W6_TABLES = 26;
-export const W6_ROWS = 10_000;
-export const W6_EMB = 16;
-export const W6_DENSE = 13;
-export const W6_BOTTOM = [W6_DENSE, 512, 256, W6_EMB] as const;
-export const W6_VECTORS = W6_TABLES + 1; // bottom output + one embedding per table
-export const W6_PAIRS = (W6_VECTORS * (W6_VECTORS - 1)) / 2; // 351
-export const W6_TOP = [W6_EMB + W6_PAIRS, 512, 256, 1] as const; // 367 -> ... -> 1
+export { W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_PAIRS, W6_ROWS, W6_TABLES, W6_TOP, W6_VECTORS } from '../../src/advisor/examples/lib/dlrm.js';
 export const W6_LR = 0.01;
 export const W6_BATCH_GPU = 2048;
 export const W6_ROWS_GPU = 100_000;
@@ -39,23 +32,6 @@ export function w6Config(size: WorkloadSize = 'cpu'): W6Config {
 /** The shapes string of a W6 instance. */
 export function w6Shapes({ batch, rows }: W6Config): string {
   return `dense[${batch},${W6_DENSE}] labels[${batch},1] ${W6_TABLES}x ids[${batch},1] int32, tables ${W6_TABLES}x[${rows},${W6_EMB}]`;
-}
-
-function mlp(dims: readonly number[], reluAfterLast: boolean): kiln.nn.Sequential {
-  const layers: kiln.nn.AnyModule[] = [];
-  for (let i = 0; i + 1 < dims.length; i++) {
-    layers.push(new kiln.nn.Linear(dims[i]!, dims[i + 1]!));
-    if (i + 2 < dims.length || reluAfterLast) layers.push(new kiln.nn.ReLU());
-  }
-  return new kiln.nn.Sequential(...layers);
-}
-
-/** Flat indices i·n + j of the strict upper triangle (i < j) of an n×n matrix, row-major. */
-export function upperTriangleIndex(n: number): kiln.Tensor {
-  const idx = new Int32Array((n * (n - 1)) / 2);
-  let k = 0;
-  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) idx[k++] = i * n + j;
-  return kiln.tensor(idx, [idx.length]);
 }
 
 export class Dlrm extends kiln.nn.Module<kiln.Tensor[], kiln.Tensor> {

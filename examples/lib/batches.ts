@@ -3,7 +3,7 @@
 // of an epoch is dropped, so every batch has the same shape (one compiled graph).
 
 import * as kiln from 'kilnjs';
-import { Rng } from './rng.js';
+import { Rng } from '../../src/advisor/examples/lib/rng.js';
 
 export class EpochBatches {
   private readonly rng: Rng;

@@ -6,15 +6,15 @@
 // Why the child processes: the in-process measurement (measure.ts) runs with the cache off, so
 // its first call is the cold one; what a restart with a warm cache costs can only be seen in a
 // process that has compiled nothing yet. Each child runs only the warm-up calls K (1 or 2) to
-// stay lean: most of a child's wall time is Node + tsx + kiln start-up, which the figures
-// exclude (they time the calls only).
+// stay lean: most of a child's wall time is Node + kiln start-up (+ tsx from the sources),
+// which the figures exclude (they time the calls only).
 
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type * as kiln from 'kilnjs';
+import type * as kiln from '../index.js';
 import type { LoadedWorkload } from './workload.js';
 import type { RunnerArgs, RunnerResult } from './first-call-runner.js';
 import { round } from './calls.js';
@@ -80,7 +80,9 @@ export function cacheConfig(env: NodeJS.ProcessEnv = process.env): CacheConfig {
   return { dir, from, disabled: off === '0' || off === 'false' || off === 'off' || off === 'no', writable };
 }
 
-export const RUNNER = join(dirname(fileURLToPath(import.meta.url)), 'first-call-runner.ts');
+const here = fileURLToPath(import.meta.url);
+/** The child's script: first-call-runner.ts from the sources, first-call-runner.js in the built package. */
+export const RUNNER = join(dirname(here), `first-call-runner${extname(here)}`);
 
 export function skippedCheck(reason: string, calls = 0): CacheCheck {
   return { status: 'skipped', reason, calls, cold: null, warm: null, savedMs: null, hit: false, skipped: null };
@@ -94,12 +96,33 @@ export function childLoadable(lw: LoadedWorkload): string | null {
   return `the workload did not come from a module file (source '${lw.source}'), so a fresh process cannot load it`;
 }
 
+/**
+ * The child's Node options. From the sources: tsx from kiln's own dependencies, so this works
+ * from any working directory. From the built package: the parent's module loaders.
+ */
+function childNodeArgs(): string[] {
+  return RUNNER.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : loaderArgs(process.execArgv);
+}
+
+/**
+ * The module-loader options among `execArgv` (--import, --require, --loader), so that a
+ * TypeScript workload run with `npx tsx node_modules/.bin/kilnjs advise w.ts` loads in the
+ * child too; other options (--inspect, ...) are not the child's business.
+ */
+export function loaderArgs(execArgv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const a = execArgv[i]!;
+    if (/^--(import|require|loader|experimental-loader)=/.test(a)) out.push(a);
+    else if (['--import', '--require', '-r', '--loader', '--experimental-loader'].includes(a) && i + 1 < execArgv.length) out.push(a, execArgv[++i]!);
+  }
+  return out;
+}
+
 function runChild(args: RunnerArgs, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ r: RunnerResult; processMs: number }> {
-  // tsx from kiln's own dependencies, so this works from any working directory
-  const tsx = import.meta.resolve('tsx');
   const t0 = performance.now();
   return new Promise((res, rej) => {
-    execFile(process.execPath, ['--import', tsx, RUNNER, JSON.stringify(args)], { env, timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
+    execFile(process.execPath, [...childNodeArgs(), RUNNER, JSON.stringify(args)], { env, timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
       const processMs = performance.now() - t0;
       if (err) {
         const tail = String(stderr).trim().split('\n').filter((l) => l.trim()).slice(-3).join(' | ');

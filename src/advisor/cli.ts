@@ -1,25 +1,26 @@
-// `kiln advise`: the command line of the advisor (bin/kiln.ts calls main()).
+// `kilnjs advise`: the command line of the advisor (src/cli.ts calls main()).
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_EXAMPLE, loadExample, loadWorkloadModule, WorkloadError, type LoadedWorkload } from './workload.js';
+import { DEFAULT_EXAMPLE, exampleNames, loadExample, loadWorkloadModule, WorkloadError, type LoadedWorkload } from './workload.js';
 import { availableBackends, DEFAULT_MEASURE, KNOWN_BACKENDS, measure } from './measure.js';
 import { buildReport, compiledIsFaster, formatSummary, type AdvisorReport } from './report.js';
 import { renderHtml } from './html.js';
 import { parseSignature, ShapeListError } from './shapes.js';
 import { DEFAULT_USAGE, parseProcessLifetime, type Usage } from './verdict.js';
 
-export const HELP = `kiln advise: measure a workload eager vs compiled and decide whether compiling pays off
+export const HELP = `kilnjs advise: measure a workload eager vs compiled and decide whether compiling pays off
 
 usage:
-  kiln advise [workload-module] [options]
+  kilnjs advise [workload-module] [options]
 
 workload (one of):
-  workload-module            a .ts/.js module exporting a workload (default export or 'workload';
-                             see src/advisor/workload.ts for the interface)
-  --example NAME             one of kiln's examples (examples/NAME.ts): recommender, char-gpt,
-                             denoiser, mlp; default: ${DEFAULT_EXAMPLE}
+  workload-module            a .js/.mjs module exporting a workload (default export or 'workload';
+                             the Workload type of 'kilnjs'); a .ts module needs a TypeScript loader
+                             (npx tsx node_modules/.bin/kilnjs advise my-workload.ts)
+  --example NAME             one of kiln's example workloads: ${exampleNames().join(', ')};
+                             default: ${DEFAULT_EXAMPLE}
   --config NAME              one of the workload's configs (the recommender: small (default), w6)
 
 measurement:
@@ -55,10 +56,10 @@ output:
 exit status: 0 done; 1 the workload or the measurement failed; 2 bad arguments; 3 --fail-if-slower and compiled is not faster.
 
 examples:
-  npx kiln advise                                   # the recommender example, small config
-  npx kiln advise --config w6 --calls 20            # the recommender at W6's shapes
-  npx kiln advise --example mlp --calls-per-day 2000000 --process-lifetime 7d --monthly-compute-cost 3000
-  npx kiln advise ./my-workload.ts --process-lifetime 1 --json report.json --fail-if-slower
+  npx kilnjs advise                                   # the recommender example, small config
+  npx kilnjs advise --config w6 --calls 20            # the recommender at W6's shapes
+  npx kilnjs advise --example mlp --calls-per-day 2000000 --process-lifetime 7d --monthly-compute-cost 3000
+  npx kilnjs advise ./my-workload.ts --process-lifetime 1 --json report.json --fail-if-slower
 `;
 
 export interface Io {
@@ -176,7 +177,7 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
     if (e instanceof ShapeListError) throw shapes !== undefined ? new UsageError(`--shapes: ${e.message}`) : new WorkloadError(`the workload's shapes: ${e.message}`);
     throw e;
   }
-  const command = `kiln advise ${argv.join(' ')}`.trim();
+  const command = `kilnjs advise ${argv.join(' ')}`.trim();
   const report = buildReport(meas, usage, { assumptions, command });
 
   let jsonPath: string | null = null, htmlPath: string | null = null;
@@ -196,21 +197,21 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
   if (htmlPath) io.out(`  wrote ${htmlPath}`);
   let exitCode = 0;
   if (v['fail-if-slower'] && !compiledIsFaster(report)) {
-    io.err(`kiln advise: compiled is not faster than eager (--fail-if-slower)`);
+    io.err(`kilnjs advise: compiled is not faster than eager (--fail-if-slower)`);
     exitCode = 3;
   }
   return { report, exitCode, htmlPath, jsonPath };
 }
 
-/** `kiln <command> ...`; returns the exit status. */
+/** `kilnjs <command> ...`; returns the exit status. */
 export async function main(argv: readonly string[], io: Io = stdio): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
-    io.out(`kiln: command line tools for kiln\n\ncommands:\n  advise    measure a workload eager vs compiled and decide whether compiling pays off\n  serve     serve a model over HTTP, compiled, with warm-up, batching, canary and metrics (kilnjs serve --help)\n  cache     save | load | dir: move the persistent compile cache between machines\n\n${HELP}`);
+    io.out(`kilnjs: command line tools for kiln\n\ncommands:\n  advise    measure a workload eager vs compiled and decide whether compiling pays off\n  serve     serve a model over HTTP, compiled, with warm-up, batching, canary and metrics (kilnjs serve --help)\n  cache     save | load | dir: move the persistent compile cache between machines\n\n${HELP}`);
     return cmd === undefined ? 2 : 0;
   }
   if (cmd !== 'advise') {
-    io.err(`kiln: unknown command '${cmd}' (commands: advise, serve, cache; see kiln --help)`);
+    io.err(`kilnjs: unknown command '${cmd}' (commands: advise, serve, cache; see kilnjs --help)`);
     return 2;
   }
   if (rest.includes('-h') || rest.includes('--help')) {
@@ -222,14 +223,14 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
   } catch (e) {
     const err = e as Error & { code?: string };
     if (e instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
-      io.err(`kiln advise: ${err.message}\n(kiln advise --help for usage)`);
+      io.err(`kilnjs advise: ${err.message}\n(kilnjs advise --help for usage)`);
       return 2;
     }
     if (e instanceof WorkloadError) {
-      io.err(`kiln advise: ${err.message}`);
+      io.err(`kilnjs advise: ${err.message}`);
       return 1;
     }
-    io.err(`kiln advise failed: ${err.stack ?? err.message}`);
+    io.err(`kilnjs advise failed: ${err.stack ?? err.message}`);
     return 1;
   }
 }

@@ -1,5 +1,5 @@
 // The child process of the advisor's cache check (cache-check.ts): loads the workload the way
-// `kiln advise` did (an example by name, or a module path), builds one instance, compiles its
+// `kilnjs advise` did (an example by name, or a module path), builds one instance, compiles its
 // fn with the persistent compile cache on (whatever KILN_CACHE_DIR the parent gave it), runs
 // the first `calls` calls and writes the times and kiln.stats() to a JSON file.
 //
@@ -10,8 +10,8 @@
 //   node --import tsx src/advisor/first-call-runner.ts '{"source":"example:mlp","seed":1,"backend":"js","calls":1,"out":"/tmp/r.json"}'
 
 import { writeFileSync } from 'node:fs';
-import * as kiln from 'kilnjs';
-import 'kilnjs/node'; // registers the disk store of the compile cache (and the native backend)
+import * as kiln from '../index.js';
+import '../node.js'; // registers the disk store of the compile cache (and the native backend)
 import { checkInstance, loadExample, loadWorkloadModule, resolveConfig } from './workload.js';
 
 /** What the parent passes (one JSON argument). */

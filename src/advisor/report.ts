@@ -186,7 +186,7 @@ const fmtUsd = (x: number | null): string => (x === null ? 'n/a' : `${x < 0 ? '-
 const fmtNum = (x: number | null): string => (x === null ? 'never' : x.toLocaleString('en-US', { maximumFractionDigits: 2 }));
 const sci = (x: number | null): string => (x === null ? 'n/a (not comparable)' : x.toExponential(2));
 
-/** The summary printed at the end of `kiln advise`. */
+/** The summary printed at the end of `kilnjs advise`. */
 export function formatSummary(r: AdvisorReport): string {
   const L: string[] = [];
   const w = r.workload;

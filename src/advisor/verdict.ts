@@ -455,7 +455,7 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Pick
       reasons: [
         ...blockers,
         ...(i.error ? [] : [`for reference: compiled ${ms(i.compiledMedianMs)} vs eager ${ms(i.eagerMedianMs)} per call (median): ${i.speedup.toFixed(2)}x`]),
-        'fix these (kiln.explain(fn)(...inputs) shows each graph break with a hint), then run kiln advise again',
+        'fix these (kiln.explain(fn)(...inputs) shows each graph break with a hint), then run kilnjs advise again',
       ],
     };
   }

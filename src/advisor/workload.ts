@@ -1,13 +1,14 @@
 // The advisor's Workload interface, and the adapters that find one: a user module, or one of
 // kiln's examples (`--example NAME`).
 //
-// A workload is what `kiln advise` measures: one function, called over and over in
+// A workload is what `kilnjs advise` measures: one function, called over and over in
 // production, with the model and data it needs. Write a module like this and run
-// `npx kiln advise ./my-workload.ts`:
+// `npx kilnjs advise ./my-workload.mjs` (a .ts module: `npx tsx node_modules/.bin/kilnjs advise`):
 //
 //   import * as kiln from 'kilnjs';
 //
-//   export const workload = {   // inside this repository: `: Workload` from src/advisor/workload.js
+//   /** @type {import('kilnjs').Workload} */       // in TypeScript: `export const workload: kiln.Workload = {`
+//   export const workload = {
 //     name: 'ranker',
 //     kind: 'inference',
 //     shapes: ['x[32,256]', 'x[64,256]'],          // optional: input shapes seen in production
@@ -37,9 +38,10 @@
 //   so fn must accept any of the declared shapes.
 
 import { existsSync, readdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as kiln from 'kilnjs';
+import * as kiln from '../index.js';
+import { loaderHint } from '../io/loader-hint.js';
 
 export type WorkloadKind = 'training' | 'inference';
 
@@ -47,7 +49,7 @@ export interface WorkloadSetupOptions {
   /** seed for kiln.manualSeed: two setups with one seed must build identical weights and data */
   seed: number;
   /**
-   * one of the workload's `configs` (`kiln advise --config NAME`); undefined means the
+   * one of the workload's `configs` (`kilnjs advise --config NAME`); undefined means the
    * workload's default (the first of `configs`)
    */
   config?: string;
@@ -144,7 +146,7 @@ export function checkInstance(x: unknown, name: string): WorkloadInstance {
 
 // ---------------------------------------------------------------- user modules
 
-/** Imports a module (a .ts file works when running through tsx) and takes its default export or `workload`. */
+/** Imports a module and takes its default export or `workload`. */
 export async function loadWorkloadModule(path: string): Promise<LoadedWorkload> {
   const abs = resolve(path);
   if (!existsSync(abs)) throw new WorkloadError(`workload module not found: ${path}`);
@@ -152,21 +154,24 @@ export async function loadWorkloadModule(path: string): Promise<LoadedWorkload> 
   try {
     mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
-    throw new WorkloadError(`could not import ${path}: ${(e as Error).message}`);
+    throw new WorkloadError(`could not import ${path}: ${(e as Error).message}${loaderHint(e, 'advise', path)}`);
   }
   const w = mod.default ?? mod.workload;
-  if (w === undefined) throw new WorkloadError(`${path} exports no workload: export one as default or as 'workload' (see src/advisor/workload.ts)`);
+  if (w === undefined) throw new WorkloadError(`${path} exports no workload: export one as default or as 'workload' (the Workload type of 'kilnjs')`);
   return { workload: asWorkload(w, path), source: path };
 }
 
 // ---------------------------------------------------------------- examples
 
-/** The repository's examples folder. */
-export const EXAMPLES_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
+/** `.ts` when the advisor runs from its sources (tsx), `.js` when it runs from the built package. */
+const MODULE_EXT = extname(fileURLToPath(import.meta.url));
+
+/** The advisor's example workloads (./examples: one module per example, helpers in lib/). */
+export const EXAMPLES_DIR = join(dirname(fileURLToPath(import.meta.url)), 'examples');
 
 /**
- * The example `kiln advise` measures when given no workload: the recommender (a DLRM
- * training step, examples/recommender.ts), at its small config so a bare `npx kiln advise`
+ * The example `kilnjs advise` measures when given no workload: the recommender (a DLRM
+ * training step, examples/recommender.ts), at its small config so a bare `npx kilnjs advise`
  * finishes in well under 3 minutes on a 2-core machine; `--config w6` measures W6's shapes.
  */
 export const DEFAULT_EXAMPLE = 'recommender';
@@ -182,80 +187,32 @@ export function resolveConfig(w: Workload, requested: string | undefined): strin
   return requested;
 }
 
-/** Example names (files in examples/, without .ts). */
+/** Example names (the modules in `dir`, without their extension). */
 export function exampleNames(dir: string = EXAMPLES_DIR): string[] {
   try {
-    return readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => f.slice(0, -3)).sort();
+    return readdirSync(dir).filter((f) => f.endsWith(MODULE_EXT) && !f.endsWith('.d.ts')).map((f) => f.slice(0, -MODULE_EXT.length)).sort();
   } catch {
     return [];
   }
 }
 
-/**
- * `--example NAME`: imports examples/NAME.ts and takes its exported `workload` (or default
- * export). mlp, which has no workload export, is wrapped by mlpWorkload() below.
- */
+/** `--example NAME`: imports the example module NAME and takes its exported `workload` (or default export). */
 export async function loadExample(name: string, dir: string = EXAMPLES_DIR): Promise<LoadedWorkload> {
   if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new WorkloadError(`--example: not an example name: '${name}'`);
-  const file = join(dir, `${name}.ts`);
-  if (!existsSync(file)) {
-    throw new WorkloadError(`--example ${name}: there is no examples/${name}.ts (examples: ${exampleNames(dir).join(', ') || 'none'})`);
+  const file = `${name}${MODULE_EXT}`;
+  if (!existsSync(join(dir, file))) {
+    throw new WorkloadError(`--example ${name}: there is no example '${name}' (examples: ${exampleNames(dir).join(', ') || 'none'})`);
   }
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    mod = (await import(pathToFileURL(join(dir, file)).href)) as Record<string, unknown>;
   } catch (e) {
-    throw new WorkloadError(`--example ${name}: could not import examples/${name}.ts: ${(e as Error).message}`);
+    throw new WorkloadError(`--example ${name}: could not import ${file}: ${(e as Error).message}`);
   }
   const w = mod.workload ?? mod.default;
-  if (w !== undefined) return { workload: asWorkload(w, `examples/${name}.ts`), source: `example:${name}` };
-  if (name === 'mlp') return { workload: mlpWorkload(), source: 'example:mlp' };
+  if (w !== undefined) return { workload: asWorkload(w, `example ${name}`), source: `example:${name}` };
   throw new WorkloadError(
-    `--example ${name}: examples/${name}.ts does not export a 'workload' (yet). ` +
-      `An example becomes measurable by exporting \`export const workload: Workload = { name, kind, setup({ seed }) { ... return { inputs, fn } } }\` (src/advisor/workload.ts).`,
+    `--example ${name}: ${file} does not export a 'workload' (yet). ` +
+      `An example becomes measurable by exporting \`export const workload: Workload = { name, kind, setup({ seed }) { ... return { inputs, fn } } }\` (the Workload type of 'kilnjs').`,
   );
-}
-
-export const MLP_BATCH = 64;
-
-/**
- * examples/mlp.ts as a training workload: MlpClassifier (2-64-64-3) on the spirals data,
- * one Adam step (lr 0.01, cross-entropy) on a fixed batch of 64 training rows.
- */
-export function mlpWorkload(): Workload {
-  return {
-    name: 'mlp',
-    kind: 'training',
-    description: `examples/mlp.ts: MlpClassifier 2-64-64-3, Adam step (zeroGrad, cross-entropy, backward, step) on a batch of ${MLP_BATCH} spiral points`,
-    shapes: [`x[${MLP_BATCH},2] float32, y[${MLP_BATCH}] int32`],
-    async setup({ seed }) {
-      const { MlpClassifier, buildMlpData } = await import('../../examples/mlp.js');
-      const data = buildMlpData({ seed });
-      kiln.manualSeed(seed);
-      const model = new MlpClassifier(2, 64, data.classes);
-      const opt = new kiln.optim.Adam(model.parameters(), { lr: 0.01 });
-      const x = kiln.keep(data.xTrain.narrow(0, 0, MLP_BATCH).contiguous());
-      const y = kiln.keep(data.yTrain.narrow(0, 0, MLP_BATCH).contiguous());
-      for (const t of [data.xTrain, data.yTrain, data.xTest, data.yTest]) t.dispose();
-      const params = model.parameters();
-      return {
-        inputs: [x, y],
-        fn: (x: kiln.Tensor, y: kiln.Tensor) => {
-          opt.zeroGrad();
-          const loss = kiln.crossEntropy(model.call(x), y);
-          loss.backward();
-          opt.step();
-          return loss;
-        },
-        params,
-        dispose() {
-          const all = new Set<kiln.Tensor>([x, y, ...params]);
-          for (const p of params) if (p.grad) all.add(p.grad);
-          for (const g of opt.paramGroups) all.add(g.lrTensor);
-          for (const s of opt.state.values()) for (const t of Object.values(s)) all.add(t);
-          for (const t of all) if (!t.isDisposed) t.dispose();
-        },
-      };
-    },
-  };
 }

@@ -72,6 +72,8 @@ export interface Backend {
    * a dynamic program per concrete size for this backend (one compile per size).
    */
   readonly symbolicKernels?: boolean;
+  /** Whether `prepare` renders AttentionKernel (loop-ir.ts; made by src/compiler/fuse-attention.ts); absent: programs keep score, softmax and ·v kernels */
+  readonly attentionKernels?: boolean;
   /**
    * false for a backend that reads only asynchronously (WebGPU): the compiler then folds
    * constants on the host and reports a value read inside a compiled function as an
@@ -88,6 +90,16 @@ export interface Backend {
    * 'reduce-overhead', which recycles every output on every backend.
    */
   readonly outputRecycling?: { readonly minBytes: number };
+  /** false for a backend without float64 kernels (WebGPU: WGSL has no f64); absent: float64 runs */
+  readonly float64?: boolean;
+  /**
+   * Device-timed profiling (optional; webgpu: timestamp queries, `gpu.profile`): runs `fn` and
+   * returns the device time of every dispatch it made, each with the mark set when it was made
+   * (`profileMark`). kiln.profile uses it when the default backend has it.
+   */
+  profile?(fn: () => unknown): Promise<{ readonly dispatches: readonly { readonly kernel: string; readonly ns: number; readonly mark?: unknown }[] }>;
+  /** while `profile` runs: the dispatches made from now on carry `mark` (null: none) */
+  profileMark?(mark: unknown): void;
 }
 
 /** a loop kernel (prepared), or an opaque step (its op and graph node) that runs `runOpaque` */

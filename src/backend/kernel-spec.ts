@@ -75,5 +75,15 @@ export type KernelArgs =
   | ({ readonly kind: 'scan' } & AlongDimArgs)
   | ({ readonly kind: 'sort' } & AlongDimArgs)
   | { readonly kind: 'random'; readonly out: ViewArg; readonly size: number; readonly seed: number; readonly offset: number; readonly low?: number; readonly high?: number }
-  /** `range`: run only [lo, hi) of the kernel's split loop, on this thread (autotuning) */
-  | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[]; readonly range?: readonly [number, number] };
+  /**
+   * `range`: run only [lo, hi) of the kernel's split loop, on this thread (autotuning);
+   * `stable`: per buffer, what identifies its content across launches where it can stay the same
+   * (a program's inputs it does not write, its constants): the same object with the same version
+   * means the same content (a backend may keep data derived from it, e.g. a packed matmul operand)
+   */
+  | { readonly kind: 'loop'; readonly buffers: readonly BackendBuffer[]; readonly range?: readonly [number, number]; readonly stable?: readonly (ContentVersion | undefined)[] };
+
+/** A buffer's content identity: a Storage (its version moves with every in-place write), or a constant's fixed object. */
+export interface ContentVersion {
+  readonly version: number;
+}

@@ -13,6 +13,7 @@ import { Tracer, type BreakRequest } from './tracer.js';
 import { buildProgram, interpret, type Program } from './program.js';
 import { FusedProgram } from './fused-program.js';
 import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './lower.js';
+import { fuseAttention } from './fuse-attention.js';
 import { runPasses, type PassTimings } from './passes.js';
 import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
@@ -37,6 +38,7 @@ import { traceJoint, type JointTrace } from './aot/joint.js';
 import { isTangent, partitionJoint, type Partition } from './aot/partition.js';
 import { AotProgram } from './aot/aot-program.js';
 import type { Runnable } from './runnable.js';
+import { profileSpan } from '../core/profiling.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
 export type Stance = 'default' | 'forceEager' | 'eagerOnRecompile' | 'failOnRecompile';
@@ -515,6 +517,7 @@ export class CompiledFunction {
     const compiled = this.finishSegment(tracer, graph, report, (ms) => (run.codegen += ms), args, joint, run.checking);
     handArgGrads(tracer, args, this.argNames);
     report.timings.total = performance.now() - t0;
+    profileSpan('compile', `compile ${this.name}`, t0, { graphs: report.graphs.length, breaks: report.breaks.length });
     report.timings.codegen = run.codegen;
     report.timings.trace = report.timings.total - run.codegen - report.timings.firstRun - Object.values(report.timings.passes).reduce((a, b) => a + b, 0);
     // compile time is what compiling cost, not the first run of the program
@@ -769,11 +772,13 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const lowered = hit?.lowered ?? lower(graph);
       if (!hit) {
         dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
+        if ((kernelBackend ?? runtime.backend).attentionKernels) fuseAttention(lowered);
         groupHorizontally(lowered);
       }
       // a cache hit's time is reading and decoding the stored program, not lowering
       const stage = hit ? 'cached_program' : 'lower';
       report.timings.passes[stage] = (report.timings.passes[stage] ?? 0) + performance.now() - t0;
+      profileSpan('compile', stage, t0, { graph: graph.name });
       // reduce-overhead: scratch is already allocated once; outputs are recycled when disposed
       const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' && !hit, kernelBackend });
       if (hit) hit.done(p);

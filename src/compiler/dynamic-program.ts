@@ -19,6 +19,7 @@ import { specializeTree, type Iota } from './dynamic-unify.js';
 import { symEval, type Sym } from './symbolic.js';
 import { log } from './logs.js';
 import { OutputPool } from './output-pool.js';
+import { profiling } from '../core/profiling.js';
 
 /** Where symbol i is read at call time: dim `dim` of the program's input `input`. */
 export interface SymbolSource {
@@ -58,6 +59,7 @@ export class DynamicProgram {
   private readonly sizesBuf: BackendBuffer;
   private readonly states = new Map<string, SizeState>();
   private readonly specialized = new Map<string, FusedProgram>();
+  private readonly profileViews = new WeakMap<SizeState, { readonly kernelBackend: Backend; readonly lowered: Lowered }>();
   private readonly writtenInputs: number[];
   /** scratch buffers held in a slot: the slot's size at a call is the largest of theirs */
   private readonly slotted: { readonly id: number; readonly slot: number }[];
@@ -183,17 +185,45 @@ export class DynamicProgram {
     bufs[l.buffers.length] = this.sizesBuf;
     let li = 0;
     const kb = this.opts.kernelBackend, args = { kind: 'loop' as const, buffers: bufs };
-    l.steps.forEach((s, si) => {
+    const runStep = (s: Step, si: number): void => {
       if (s.kind !== 'kernel') runOpaque(st.opaque.get(si)!, bufs, this.backend);
       else if (this.prepared) kb!.launch(this.prepared[si]!, args);
       else this.launch(this.launches[li++]!, st.extents[si]!, bufs);
-    });
+    };
+    const sink = profiling.sink;
+    if (!sink) l.steps.forEach(runStep);
+    else {
+      // kiln.profile: each step timed, and reported as the kernel at this call's sizes
+      const t0 = performance.now();
+      const view = this.profileView(st);
+      l.steps.forEach((s, si) => {
+        const s0 = sink.begin();
+        try {
+          runStep(s, si);
+        } finally {
+          sink.endStep(view, si, s0);
+        }
+      });
+      sink.span('program', `dynamic program (${view.kernelBackend.name}, sizes ${values.join(', ')})`, t0, performance.now());
+    }
     for (const i of this.writtenInputs) inputs[i]!.storage.version++;
     return st.outputs.map((o) => {
       let s = storages.get(o.buf);
       if (!s) storages.set(o.buf, (s = new Storage(this.backend, bufs[o.buf]!, false)));
       return new Tensor(s, o.shape, o.strides, o.offset, o.dtype);
     });
+  }
+
+  /** The program as the profiler reports it at one set of sizes: its kernels specialized (made once per size, when profiled). */
+  private profileView(st: SizeState): { readonly kernelBackend: Backend; readonly lowered: Lowered } {
+    let v = this.profileViews.get(st);
+    if (!v) {
+      const l = this.lowered;
+      const steps = l.steps.map((s, si): Step => (s.kind === 'kernel' ? { kind: 'kernel', kernel: specializeKernel(s.kernel, st.values) } : st.opaque.get(si) ?? s));
+      v = { kernelBackend: this.opts.kernelBackend ?? this.backend, lowered: { ...l, steps } };
+      this.profileViews.set(st, v);
+    }
+    return v;
   }
 
   private launch(k: Launch & { parts?: Launch[] }, ext: [number, number][], all: BackendBuffer[]): void {

@@ -232,7 +232,7 @@ function tryPlan(ctx: Parameters<typeof planDynamic>[0], syms: readonly SymDef[]
       groupHorizontally(l);
       return l;
     });
-    return { ...unifyTrees(lows.map((l) => ({ steps: l.steps, buffers: l.buffers, inputBuffers: l.inputBuffers, outputs: l.outputs })), values, hint), decisions: lows[0]!.decisions };
+    return { ...unifyTrees(lows.map((l) => ({ steps: l.steps, buffers: l.buffers, inputBuffers: l.inputBuffers, outputs: l.outputs })), values, hint), decisions: lows[0]!.decisions, nodeOps: lows[0]!.nodeOps };
   };
   let lowered: Lowered;
   let bwdLowered: Lowered | null = null;

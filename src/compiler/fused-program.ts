@@ -5,6 +5,7 @@
 // back to the program (output-pool.ts) and serves a later call.
 
 import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording } from '../backend/backend.js';
+import type { ContentVersion } from '../backend/kernel-spec.js';
 import { itemSize, type DType } from '../core/dtype.js';
 import { defaultGenerator } from '../core/random.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
@@ -14,6 +15,7 @@ import { Tensor } from '../tensor/tensor.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, type LoopKernel, type MatmulKernel } from './loop-ir.js';
 import { log } from './logs.js';
 import { OutputPool } from './output-pool.js';
+import { profileSpan, profiling, type ProfileSink } from '../core/profiling.js';
 
 /** The cache blockings max-autotune tries on each matmul (the first is the default). */
 const MATMUL_TILE_CANDIDATES = [
@@ -110,6 +112,8 @@ export class FusedProgram {
   private readonly perCall: { id: number; dtype: DType; size: number; output: boolean }[] = [];
   /** inputs the program writes (in-place updates): their storage version moves, as in eager */
   private readonly writtenInputs: number[];
+  /** KernelArgs.stable before a call's inputs are filled in: the constants */
+  private readonly stableTemplate: (ContentVersion | undefined)[];
 
   /** outputs: fresh, or recycled where the kernel backend wants it and under reduce-overhead */
   private readonly outputs: OutputPool;
@@ -154,9 +158,12 @@ export class FusedProgram {
     }
     const written = new Set(lowered.steps.flatMap(stepWrites));
     this.writtenInputs = lowered.inputBuffers.flatMap((b, i) => (written.has(b) ? [i] : []));
+    this.stableTemplate = lowered.buffers.map((b) => (b.kind === 'constant' && !written.has(b.id) ? { version: 0 } : undefined));
     const n = lowered.buffers.length;
+    const tc = performance.now();
     this.planned = lowered.steps.map((step) => (step.kind === 'kernel' ? { step, prepared: kb.prepare({ kind: 'loop', kernel: step.kernel, nBuffers: n }) } : { step }));
     kb.flush?.();
+    profileSpan('compile', `codegen (${kb.name})`, tc, { kernels: this.planned.filter((p) => p.prepared).length });
     if (opts.reuseOutputs === true && kb.recordProgram) {
       const variable = [...lowered.inputBuffers, ...this.perCall.map((b) => b.id)];
       this.recording = kb.recordProgram(this.planned.map((p) => (p.step.kind === 'opaque' ? { op: p.step.node.op, node: p.step.node.id } : { prepared: p.prepared! })), variable);
@@ -196,11 +203,13 @@ export class FusedProgram {
         storages.set(b.id, st);
       }
     }
-    if (this.recording?.run) {
+    const sink = profiling.sink;
+    if (sink) this.runProfiled(bufs, sink, this.stableContents(inputs));
+    else if (this.recording?.run) {
       this.recording.run(bufs, (i) => runOpaque(this.planned[i]!.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend));
       if (this.recording.summary !== this.loggedSummary) this.logRecording();
     } else {
-      const args = { kind: 'loop' as const, buffers: bufs };
+      const args = { kind: 'loop' as const, buffers: bufs, stable: this.stableContents(inputs) };
       for (const p of this.planned) {
         if (p.prepared) this.kernelBackend.launch(p.prepared, args);
         else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
@@ -216,6 +225,39 @@ export class FusedProgram {
       }
       return new Tensor(st, o.shape, o.strides, o.offset, o.dtype);
     });
+  }
+
+  /**
+   * Which buffers keep their content between calls (KernelArgs.stable): constants, and inputs
+   * this program does not write (nor shares storage with one it writes), by their storage.
+   */
+  private stableContents(inputs: readonly Tensor[]): (ContentVersion | undefined)[] {
+    const out = this.stableTemplate.slice();
+    const written = this.writtenInputs.map((i) => inputs[i]!.storage);
+    this.lowered.inputBuffers.forEach((b, i) => {
+      const st = inputs[i]!.storage;
+      if (!written.includes(st)) out[b] = st;
+    });
+    return out;
+  }
+
+  /**
+   * run()'s loop while kiln.profile runs: each step timed on its own (and, on a device-timed
+   * backend, its dispatches attributed to it), never prerecorded, so the profile sees every step.
+   */
+  private runProfiled(bufs: BackendBuffer[], sink: ProfileSink, stable: readonly (ContentVersion | undefined)[]): void {
+    const t0 = performance.now();
+    const args = { kind: 'loop' as const, buffers: bufs, stable };
+    this.planned.forEach((p, i) => {
+      const s0 = sink.begin();
+      try {
+        if (p.prepared) this.kernelBackend.launch(p.prepared, args);
+        else runOpaque(p.step as Extract<Step, { kind: 'opaque' }>, bufs, this.backend);
+      } finally {
+        sink.endStep(this, i, s0);
+      }
+    });
+    sink.span('program', `program (${this.kernelBackend.name}, ${this.planned.length} steps)`, t0, performance.now());
   }
 
   /** The loop IR of every kernel, the opaque steps, and the memory plan (printer). */

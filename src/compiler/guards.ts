@@ -92,7 +92,7 @@ function tensorGuards(label: string, read: () => unknown, t: Tensor, path?: stri
 }
 
 /** Guards on the arguments, captured tensors, grad mode and module training flags. */
-export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; constructor: { name: string } }[], dynamic?: ReadonlyMap<string, DynDims>): Guard[] {
+export function buildGuards(args: readonly unknown[], names: readonly string[], graph: Graph, modules: readonly { training: boolean; readonly hooksVersion?: number; constructor: { name: string } }[], dynamic?: ReadonlyMap<string, DynDims>): Guard[] {
   const guards: Guard[] = [];
   for (const leaf of argLeaves(args, names)) {
     const v = leaf.value;
@@ -142,6 +142,9 @@ export function buildGuards(args: readonly unknown[], names: readonly string[], 
   modules.forEach((m, i) => {
     const t = m.training;
     guards.push({ text: `module ${i} (${m.constructor.name}).training == ${t}`, check: () => (m.training === t ? null : `module ${m.constructor.name} training flag changed: expected ${t}, got ${m.training}`) });
+    // forward hooks run while tracing only: one added or removed must retrace
+    const h = m.hooksVersion;
+    if (h !== undefined) guards.push({ text: `module ${i} (${m.constructor.name}).hooksVersion == ${h}`, check: () => (m.hooksVersion === h ? null : `module ${m.constructor.name} forward hooks changed`) });
   });
   return guards;
 }

@@ -9,6 +9,9 @@ import { Tracer } from './tracer.js';
 import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
 
 export { explain, type ExplainResult } from './explain.js';
+export { profile, type ProfileOptions } from './profile.js';
+export type { ProfileReport, KernelProfile, EagerOpProfile, ChromeTrace, ChromeTraceEvent } from './profile-report.js';
+export type { Floors as ProfileFloors } from './profile-floors.js';
 export { stats, type CompilerStats } from './stats.js';
 export { customOp, type CustomOpDef } from './custom-op.js';
 export { read, ReadRequest } from './async-read.js';
@@ -24,6 +27,8 @@ export { printGraph, type Graph } from './graph.js';
 interface ModuleLike {
   training: boolean;
   forward(...args: unknown[]): unknown;
+  /** nn.Module's call: forward with its hooks */
+  call?(...args: unknown[]): unknown;
   modules?(): Iterable<ModuleLike>;
   parameters?(): unknown;
 }
@@ -67,7 +72,7 @@ export function compile(target: unknown, options: CompileOptions = {}): unknown 
   const opts = normalizeCaptures(options);
   if (isModuleLike(target)) {
     const m = target;
-    const cf = new CompiledFunction((...a: unknown[]) => m.forward(...a), opts, m as never);
+    const cf = new CompiledFunction((...a: unknown[]) => (m.call ? m.call(...a) : m.forward(...a)), opts, m as never);
     const call = (...args: unknown[]) => cf.call(args);
     return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
   }

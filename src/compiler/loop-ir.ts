@@ -146,7 +146,39 @@ export interface GroupKernel {
   sizes?: KernelSizes;
 }
 
-export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel | GroupKernel;
+/**
+ * Attention as one kernel (flash-attention style; fuse-attention.ts makes it from a score
+ * matmul, its softmax row kernel and the matmul by V): per batch entry and block of query rows,
+ * the scores s = f(q_i·k_j) (the score statements, vars batch..., i, j, `acc` the dot product:
+ * scaling, masking), a running max m, the shift g(m) of the softmax (`shift`, an expression of
+ * `red` `maxId`), l = sum exp(s - g(m)) and o = sum exp(s - g(m)) v_j, rescaled by
+ * exp(g(m_old) - g(m_new)) when the max grows; then the epilogue with `acc` = o / l at
+ * (batch..., i, c). The same values as softmax(s)·V (the eager formula), NaN and Inf included.
+ */
+export interface AttentionKernel {
+  readonly kind: 'attention';
+  readonly name: string;
+  readonly dtype: DType;
+  readonly batch: readonly number[];
+  /** query rows, keys, q·k depth, value width */
+  readonly rows: number;
+  readonly keys: number;
+  readonly depth: number;
+  readonly width: number;
+  /** q (rows x depth), kᵀ (depth x keys: the B of q·kᵀ), v (keys x width) */
+  readonly query: MatmulOperand;
+  readonly key: MatmulOperand;
+  readonly value: MatmulOperand;
+  readonly score: { readonly body: Stmt[]; readonly value: LExpr };
+  readonly maxId: number;
+  readonly shift: LExpr;
+  /** per output element (vars batch..., i, c) */
+  readonly body: Stmt[];
+  readonly stores: Store[];
+  sizes?: KernelSizes;
+}
+
+export type LoopKernel = PointwiseKernel | RowKernel | MatmulKernel | GroupKernel | AttentionKernel;
 
 // ---- how a kernel splits across threads (the backends' `lo, hi` range) ----
 
@@ -155,6 +187,7 @@ export function kernelExtent(k: LoopKernel): number {
   if (k.kind === 'group') return 1; // parts are split one by one (see the JS backend)
   if (k.kind === 'pointwise') return k.shape[0] ?? 1;
   if (k.kind === 'row') return k.outer[0] ?? 1;
+  if (k.kind === 'attention') return k.batch.reduce((a, b) => a * b, 1) * k.rows; // (batch entry, query row) pairs, flattened
   return splitsBatch(k) ? k.batch[0]! : k.m;
 }
 
@@ -168,6 +201,7 @@ export function kernelWork(k: LoopKernel): number {
   if (k.kind === 'group') return k.parts.reduce((a, p) => a + kernelWork(p), 0);
   if (k.kind === 'pointwise') return k.shape.reduce((a, b) => a * b, 1);
   if (k.kind === 'row') return [...k.outer, ...k.inner].reduce((a, b) => a * b, 1) * Math.max(1, k.reductions.length);
+  if (k.kind === 'attention') return k.batch.reduce((a, b) => a * b, 1) * k.rows * k.keys * (k.depth + k.width);
   return k.batch.reduce((a, b) => a * b, 1) * k.m * k.n * k.k;
 }
 
@@ -191,6 +225,7 @@ export function kernelExtentWorkSym(k: LoopKernel): [Sym, Sym] {
     const inner = k.inner.map((x, i) => symOr(x, k.innerSym?.[i]));
     return [o[0] ?? symConst(1), symMul(symProd([...o, ...inner]), symConst(Math.max(1, k.reductions.length)))];
   }
+  if (k.kind === 'attention') return [symConst(kernelExtent(k)), symConst(kernelWork(k))]; // static only (fuse-attention.ts skips dynamic programs)
   const b = k.batch.map((x, i) => symOr(x, k.batchSym?.[i]));
   const m = symOr(k.m, k.mSym);
   // the renderer chose batch or rows at code generation (from the hint sizes): split the same
@@ -258,6 +293,13 @@ export function printKernel(k: LoopKernel): string {
     }
     if (k.outerBody.length || k.outerStores.length) L.push('  per row:', ...fmtStmts(k.outerBody, names, '    '), ...fmtStores(k.outerStores, names, '    '));
     if (k.rowBody.length || k.rowStores.length) L.push('  per element:', ...fmtStmts(k.rowBody, names, '    '), ...fmtStores(k.rowStores, names, '    '));
+  } else if (k.kind === 'attention') {
+    const names = [...k.batch.map((_, d) => `b${d}`), 'i', 'j'];
+    L.push(`kernel ${k.name}: attention [${dims(k.batch)}${k.batch.length ? ', ' : ''}${k.rows} queries x ${k.keys} keys], q·k depth ${k.depth}, v width ${k.width} ${k.dtype}, online softmax`);
+    L.push(`  q = buf${k.query.buf}, kᵀ = buf${k.key.buf}, v = buf${k.value.buf}`);
+    L.push('  score (acc = q_i·k_j):', ...fmtStmts(k.score.body, names, '    '), `    ${fmtExpr(k.score.value, names)}`);
+    L.push(`  softmax shift: ${fmtExpr(k.shift, names)} (r${k.maxId}: the running max)`);
+    L.push('  epilogue (acc = softmax(s)·v at b..., i, c):', ...fmtStmts(k.body, [...names.slice(0, -1), 'c'], '    '), ...fmtStores(k.stores, [...names.slice(0, -1), 'c'], '    '));
   } else {
     const names = [...k.batch.map((_, d) => `b${d}`), 'i', 'j'];
     L.push(`kernel ${k.name}: matmul [${dims(k.batch, k.batchSym)}${k.batch.length ? ', ' : ''}${one(k.m, k.mSym)}x${one(k.k, k.kSym)}] @ [${one(k.k, k.kSym)}x${one(k.n, k.nSym)}] ${k.dtype}`);
@@ -295,7 +337,8 @@ export function exprLoads(e: LExpr, out: LLoad[] = []): LLoad[] {
 
 /**
  * Every expression a kernel evaluates: statements, reduced values and stored values (a group's
- * parts in order). A matmul's operands A and B are read by the engine, not by an expression.
+ * parts in order). A matmul's operands A and B (an attention's q, k, v) are read by the engine,
+ * not by an expression.
  */
 export function kernelExprs(k: LoopKernel): LExpr[] {
   if (k.kind === 'group') return k.parts.flatMap(kernelExprs);
@@ -304,6 +347,7 @@ export function kernelExprs(k: LoopKernel): LExpr[] {
   if (k.kind === 'row') {
     return [...k.reductions.flatMap((r) => [...stmts(r.body), r.value]), ...stmts(k.outerBody), ...values(k.outerStores), ...stmts(k.rowBody), ...values(k.rowStores)];
   }
+  if (k.kind === 'attention') return [...stmts(k.score.body), k.score.value, k.shift, ...stmts(k.body), ...values(k.stores)];
   return [...stmts(k.body), ...values(k.stores)];
 }
 
@@ -318,6 +362,7 @@ export function kernelLoadExprs(k: LoopKernel): LLoad[] {
 export function kernelLoads(k: LoopKernel): Set<number> {
   const out = new Set<number>();
   if (k.kind === 'matmul') (out.add(k.a.buf), out.add(k.b.buf));
+  if (k.kind === 'attention') (out.add(k.query.buf), out.add(k.key.buf), out.add(k.value.buf));
   for (const l of kernelLoadExprs(k)) out.add(l.buf);
   return out;
 }
@@ -351,6 +396,7 @@ export function bufferDTypes(k: LoopKernel): Map<number, DType> {
   const out = new Map<number, DType>();
   for (const l of kernelLoadExprs(k)) out.set(l.buf, l.dtype);
   if (k.kind === 'matmul') for (const b of [k.a.buf, k.b.buf]) if (!out.has(b)) out.set(b, k.dtype);
+  if (k.kind === 'attention') for (const b of [k.query.buf, k.key.buf, k.value.buf]) if (!out.has(b)) out.set(b, k.dtype);
   for (const s of kernelStores(k)) out.set(s.buf, s.dtype);
   return out;
 }

@@ -21,6 +21,7 @@ import type { PointwiseAttrs } from '../ops/pointwise.js';
 import type { Graph, GraphNode } from './graph.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseKernel, RowKernel, Stmt, Store } from './loop-ir.js';
 import { kernelLoadExprs, kernelLoads, kernelStores, someLeaf } from './loop-ir.js';
+import { sharedMatmulSums } from './materialize-shared.js';
 
 const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]);
 export const VIEWS: ReadonlySet<string> = new Set(['reshape', 'permute', 'expand', 'slice']);
@@ -71,6 +72,8 @@ export interface Lowered {
   readonly outputs: BufferView[];
   /** final copies for in-place writes that could not be done in place */
   readonly decisions: FusionDecision[];
+  /** the op of each graph node, by node id (the profiler names what a kernel fused) */
+  readonly nodeOps?: readonly string[];
 }
 
 class NeedMaterialize extends Error {
@@ -149,10 +152,13 @@ interface KernelCtx {
 }
 
 export function lower(graph: Graph): Lowered {
-  const forced = new Set<number>();
+  const shared = sharedMatmulSums(graph, isPointwiseNode);
+  const forced = new Set<number>(shared.forced);
   for (let attempt = 0; attempt <= graph.nodes.length; attempt++) {
     try {
-      return lowerOnce(graph, forced);
+      const l = lowerOnce(graph, forced);
+      l.decisions.unshift(...shared.decisions);
+      return l;
     } catch (e) {
       if (e instanceof NeedMaterialize && !forced.has(e.node)) {
         forced.add(e.node);
@@ -655,7 +661,7 @@ function lowerOnce(graph: Graph, forced: Set<number>): Lowered {
   }
 
   const outputs = graph.outputs.map((o) => stridedView(o));
-  return { steps, buffers, inputBuffers, outputs, decisions };
+  return { steps, buffers, inputBuffers, outputs, decisions, nodeOps: nodes.map((n) => n.op) };
 
   function writeInPlace(targetId: number, valueId: number): boolean {
     const target = nodes[targetId]!;

@@ -10,6 +10,7 @@ import type { Backend } from '../backend/backend.js';
 import { JsBackend } from '../backend/js/index.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { Graph, attrKey, type GraphNode } from './graph.js';
+import { profileSpan } from '../core/profiling.js';
 
 const FOLD_LIMIT = 4096;
 const NEVER_FOLD = new Set(['input', 'random']);
@@ -140,6 +141,7 @@ export function runPasses(g: Graph, timings: PassTimings): Graph {
     const t0 = performance.now();
     cur = pass(cur);
     timings[name] = (timings[name] ?? 0) + performance.now() - t0;
+    profileSpan('compile', name, t0, { graph: g.name });
   }
   return cur;
 }

@@ -114,6 +114,8 @@ export class Program {
     readonly constants: ReadonlyMap<number, TypedArray>,
     slotInfo: readonly { dtype: DType; size: number }[],
     opts: ProgramOptions,
+    /** inputs the program writes (in-place updates): their storage version moves, as in eager */
+    private readonly writtenInputs: readonly number[] = [],
   ) {
     this.slots = new Array<BackendBuffer>(slotInfo.length);
     for (const [slot, data] of constants) {
@@ -162,6 +164,7 @@ export class Program {
         backend.launch(s.kernel, s.args);
       }
     }
+    for (const i of this.writtenInputs) inputs[i]!.storage.version++;
     const result = this.outputs.map((o) => {
       let st = storages.get(o.slot);
       if (!st) {
@@ -234,7 +237,9 @@ export function buildProgram(graph: Graph, backend: Backend, opts: ProgramOption
       const t = values.get(id)!;
       return { slot: (t.storage.buf as SlotBuffer).slot, shape: t.shape, strides: t.strides, offset: t.offset, dtype: t.dtype };
     });
-    return new Program(backend, rec.steps, inputSlots, outputs, rec.constants, rec.slotInfo, opts);
+    const inputIds = graph.nodes.filter((n) => n.op === 'input').map((n) => n.id);
+    const written = [...new Set(graph.mutations.map((m) => inputIds.indexOf(m.target)).filter((i) => i >= 0))];
+    return new Program(backend, rec.steps, inputSlots, outputs, rec.constants, rec.slotInfo, opts, written);
   } finally {
     for (const t of made) t.dispose();
     runtime.tracer = savedTracer;

@@ -2,6 +2,8 @@
 // (seed, offset + i), so every backend that implements the same function produces
 // the same numbers for the same seed, in any order and on any number of threads.
 
+import { ArgumentError } from './errors.js';
+
 const M0 = 0xd2511f53;
 const M1 = 0xcd9e8d57;
 const W0 = 0x9e3779b9;
@@ -72,13 +74,30 @@ export function normalStream(seed: number, offset: number, n: number, out: Float
   }
 }
 
-/** The global generator: a seed and an offset that every draw advances. */
+/** The state of a generator: its seed and how many counters its draws have used. */
+export interface GeneratorState {
+  seed: number;
+  offset: number;
+}
+
+/**
+ * A random generator (torch.Generator): a seed and an offset that every draw advances. The
+ * global one (defaultGenerator) serves kiln.rand and friends; pass your own to DataLoader
+ * shuffling or randomSplit for a stream of its own.
+ */
 export class Generator {
   private seed = 0x5eed;
   private offset = 0;
-  manualSeed(seed: number): void {
+  /** Seeds the generator and restarts its stream; returns it (torch's manual_seed). */
+  manualSeed(seed: number): this {
+    if (!Number.isSafeInteger(seed) || seed < 0) throw new ArgumentError(`seed must be a non-negative integer, got ${seed}`, 'manualSeed');
     this.seed = seed;
     this.offset = 0;
+    return this;
+  }
+  /** The seed of the stream (torch's initial_seed). */
+  initialSeed(): number {
+    return this.seed;
   }
   /** Reserves n counters and returns (seed, offset) for them. */
   reserve(n: number): { seed: number; offset: number } {
@@ -86,12 +105,22 @@ export class Generator {
     this.offset += n;
     return r;
   }
-  getState(): { seed: number; offset: number } {
+  getState(): GeneratorState {
     return { seed: this.seed, offset: this.offset };
   }
-  setState(s: { seed: number; offset: number }): void {
+  setState(s: GeneratorState): void {
+    if (!s || !Number.isSafeInteger(s.seed) || s.seed < 0 || !Number.isSafeInteger(s.offset) || s.offset < 0) {
+      throw new ArgumentError(`a generator state is { seed, offset } with non-negative integers, got ${JSON.stringify(s)}`, 'Generator.setState');
+    }
     this.seed = s.seed;
     this.offset = s.offset;
+  }
+  /** n uniforms in [0, 1) from this generator's stream (advancing it), in float64. */
+  uniforms(n: number): Float64Array {
+    const out = new Float64Array(n);
+    const { seed, offset } = this.reserve(n);
+    uniformStream(seed, offset, n, out);
+    return out;
   }
 }
 

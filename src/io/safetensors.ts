@@ -1,126 +1,41 @@
 // A small, dependency-free safetensors codec (https://github.com/huggingface/safetensors).
-// Browser-safe: no Node imports. File/disk helpers live in ./safetensors-node.ts.
+// Browser-safe: no Node imports. File/disk helpers live in ./safetensors-node.ts; the dtype
+// tables and conversions in ./safetensors-dtypes.ts.
 //
 // Layout: u64 little-endian header length N | N bytes of UTF-8 JSON header | raw data.
 // Header: {"__metadata__": {str: str}, "name": {"dtype", "shape", "data_offsets": [begin, end]}, ...}
-// with offsets relative to the start of the data section.
+// with offsets relative to the start of the data section. Decoding follows the format strictly,
+// as the reference implementation validates it: every name once, and the tensors' regions tile
+// the data section exactly (no overlap, no hole, nothing after the last), checked before any
+// data is copied.
 
+import type { DType } from '../core/dtype.js';
 import { StateDictError, fmtShape } from '../core/errors.js';
+import { duplicateKey } from './json-keys.js';
+import { FILE_DTYPES, HOST_LE, LOAD, NATIVE, READ, SAVE, WRITE, type SafetensorsFileDType, type TypedData } from './safetensors-dtypes.js';
 
-export type SafetensorsDType = 'float32' | 'float64' | 'int32' | 'bool';
+export { halfToFloat, bf16ToFloat, type SafetensorsFileDType } from './safetensors-dtypes.js';
+
+export type SafetensorsDType = DType;
 
 export interface RawTensor {
   dtype: SafetensorsDType;
   shape: number[];
-  data: Float32Array | Float64Array | Int32Array | Uint8Array;
+  data: TypedData;
+  /** the dtype in the file: set by decode; encode writes this one (default: the dtype's own) */
+  fileDType?: SafetensorsFileDType;
 }
 
-type Data = RawTensor['data'];
-
-const LOAD = 'loadSafetensors';
-const SAVE = 'saveSafetensors';
 const META = '__metadata__';
+/** the reference implementation's header limit */
+const MAX_HEADER = 100_000_000;
 
-// Typed-array views use host byte order; the file is little-endian. On a (rare) big-endian
-// host every element goes through a DataView instead of a byte copy.
-const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const CTOR: Record<DType, { new (n: number): TypedData; readonly name: string }> = { float32: Float32Array, float64: Float64Array, int32: Int32Array, bool: Uint8Array };
 
-// ---------------------------------------------------------------------------------------------
-// dtype tables
-
-interface WriteSpec {
-  tag: string;
-  size: number;
-  ctor: { new (n: number): Data; readonly name: string };
-  set: (dv: DataView, i: number, v: number) => void;
+/** Sets an own, enumerable property, even for names like '__proto__' that assignment would not make. */
+export function setOwn<T>(o: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
 }
-
-const WRITE: Record<SafetensorsDType, WriteSpec> = {
-  float32: { tag: 'F32', size: 4, ctor: Float32Array, set: (dv, i, v) => dv.setFloat32(i * 4, v, true) },
-  float64: { tag: 'F64', size: 8, ctor: Float64Array, set: (dv, i, v) => dv.setFloat64(i * 8, v, true) },
-  int32: { tag: 'I32', size: 4, ctor: Int32Array, set: (dv, i, v) => dv.setInt32(i * 4, v, true) },
-  bool: { tag: 'BOOL', size: 1, ctor: Uint8Array, set: (dv, i, v) => dv.setUint8(i, v !== 0 ? 1 : 0) },
-};
-
-interface ReadSpec {
-  dtype: SafetensorsDType;
-  size: number;
-  /** Reads `n` elements from `dv` (already positioned at the tensor) into a fresh array. */
-  read: (dv: DataView, n: number, where: string) => Data;
-}
-
-/** Fresh array filled element by element through a DataView (any alignment, any host). */
-function readEach<T extends Data>(out: T, dv: DataView, get: (dv: DataView, i: number) => number): T {
-  for (let i = 0; i < out.length; i++) out[i] = get(dv, i);
-  return out;
-}
-
-/** Native-width dtype: on LE hosts a byte copy (into a new, aligned buffer), else per element. */
-function native<T extends Float32Array | Float64Array | Int32Array>(
-  ctor: { new (buf: ArrayBuffer): T; new (n: number): T },
-  get: (dv: DataView, i: number) => number,
-) {
-  return (dv: DataView, n: number): Data =>
-    HOST_LE ? new ctor(copyBytes(dv)) : readEach(new ctor(n), dv, get);
-}
-
-function copyBytes(dv: DataView): ArrayBuffer {
-  // new Uint8Array(...) over the ArrayBuffer is a plain view (not a Node Buffer, whose slice()
-  // aliases), so .slice() really copies; the copy starts at offset 0, hence is aligned.
-  return new Uint8Array(dv.buffer, dv.byteOffset, dv.byteLength).slice().buffer;
-}
-
-const READ: Record<string, ReadSpec> = {
-  F32: { dtype: 'float32', size: 4, read: native(Float32Array, (dv, i) => dv.getFloat32(i * 4, true)) },
-  F64: { dtype: 'float64', size: 8, read: native(Float64Array, (dv, i) => dv.getFloat64(i * 8, true)) },
-  I32: { dtype: 'int32', size: 4, read: native(Int32Array, (dv, i) => dv.getInt32(i * 4, true)) },
-  // Normalise to 0/1 so a stray byte never reads as some other "true".
-  BOOL: { dtype: 'bool', size: 1, read: (dv, n) => readEach(new Uint8Array(n), dv, (d, i) => (d.getUint8(i) ? 1 : 0)) },
-  F16: { dtype: 'float32', size: 2, read: (dv, n) => readEach(new Float32Array(n), dv, (d, i) => halfToFloat(d.getUint16(i * 2, true))) },
-  BF16: { dtype: 'float32', size: 2, read: (dv, n) => readEach(new Float32Array(n), dv, (d, i) => bf16ToFloat(d.getUint16(i * 2, true))) },
-  I8: { dtype: 'int32', size: 1, read: (dv, n) => readEach(new Int32Array(n), dv, (d, i) => d.getInt8(i)) },
-  U8: { dtype: 'int32', size: 1, read: (dv, n) => readEach(new Int32Array(n), dv, (d, i) => d.getUint8(i)) },
-  I16: { dtype: 'int32', size: 2, read: (dv, n) => readEach(new Int32Array(n), dv, (d, i) => d.getInt16(i * 2, true)) },
-  I64: {
-    dtype: 'int32',
-    size: 8,
-    read: (dv, n, where) =>
-      readEach(new Int32Array(n), dv, (d, i) => {
-        const v = d.getBigInt64(i * 8, true);
-        if (v < -0x80000000n || v > 0x7fffffffn) {
-          throw new StateDictError(
-            `${where}: element ${i} = ${v} does not fit in int32`,
-            LOAD,
-            'kiln has no int64 dtype; store the tensor as I32 (or F64 for larger integers)',
-          );
-        }
-        return Number(v);
-      }),
-  },
-};
-
-/** IEEE half (1-5-10) to number. */
-export function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >> 10) & 0x1f;
-  const man = h & 0x3ff;
-  if (exp === 0) return sign * man * 2 ** -24; // zero / subnormal
-  if (exp === 0x1f) return man ? NaN : sign * Infinity;
-  return sign * (1 + man / 1024) * 2 ** (exp - 15);
-}
-
-// bfloat16 is the top half of a float32: widen the bits and reinterpret. Both views share host
-// byte order, so this is endian-independent.
-const bfU32 = new Uint32Array(1);
-const bfF32 = new Float32Array(bfU32.buffer);
-/** bfloat16 bits to number. */
-export function bf16ToFloat(b: number): number {
-  bfU32[0] = b << 16;
-  return bfF32[0]!;
-}
-
-// ---------------------------------------------------------------------------------------------
-// helpers
 
 function describe(key: string, dtype: unknown, shape: unknown): string {
   const s = Array.isArray(shape) ? fmtShape(shape as number[]) : JSON.stringify(shape);
@@ -139,17 +54,33 @@ function checkShape(shape: unknown, where: string, op: string): number {
   return n;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 // ---------------------------------------------------------------------------------------------
 // encode
 
 export function encodeSafetensors(tensors: Record<string, RawTensor>, metadata?: Record<string, string>): Uint8Array {
-  // Widest dtype first (so every tensor's data is aligned to its item size, as the reference
+  const plan = Object.keys(tensors).map((name) => {
+    const t = tensors[name]!;
+    const where = describe(name, t.dtype, t.shape);
+    if (name === META) throw new StateDictError(`${where}: '${META}' is reserved for metadata`, SAVE, 'rename the tensor');
+    if (!Object.hasOwn(CTOR, t.dtype)) throw new StateDictError(`${where}: unknown dtype`, SAVE, `use one of ${Object.keys(CTOR).join(', ')}`);
+    const tag = t.fileDType ?? NATIVE[t.dtype];
+    const spec = Object.hasOwn(WRITE, tag) ? WRITE[tag] : undefined;
+    if (!spec) throw new StateDictError(`${where}: unknown file dtype ${JSON.stringify(tag)}`, SAVE, `use one of ${FILE_DTYPES.join(', ')}`);
+    if (!spec.from.includes(t.dtype)) {
+      throw new StateDictError(`${where}: cannot be written as ${tag}`, SAVE, `${tag} holds ${spec.from.join(' or ')} tensors; cast the tensor first, or pick another file dtype`);
+    }
+    const n = checkShape(t.shape, where, SAVE);
+    if (!(t.data instanceof CTOR[t.dtype])) {
+      throw new StateDictError(`${where}: data is a ${t.data?.constructor?.name}, expected ${CTOR[t.dtype].name}`, SAVE);
+    }
+    if (t.data.length !== n) throw new StateDictError(`${where}: data has ${t.data.length} elements, shape needs ${n}`, SAVE);
+    return { name, t, tag, spec, where, bytes: n * spec.size };
+  });
+  // Widest file dtype first (so every tensor's data is aligned to its item size, as the reference
   // writer does), then code-unit name order (not localeCompare): identical files everywhere.
-  const width = (n: string) => tensors[n]!.data.BYTES_PER_ELEMENT;
-  const names = Object.keys(tensors).sort((a, b) => width(b) - width(a) || (a < b ? -1 : a > b ? 1 : 0));
+  plan.sort((a, b) => b.spec.size - a.spec.size || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const entries: string[] = [];
   if (metadata !== undefined) {
     for (const [k, v] of Object.entries(metadata)) {
@@ -157,30 +88,14 @@ export function encodeSafetensors(tensors: Record<string, RawTensor>, metadata?:
     }
     entries.push(`${JSON.stringify(META)}:${JSON.stringify(metadata)}`);
   }
-
-  const layout: { t: RawTensor; spec: WriteSpec; begin: number }[] = [];
   let offset = 0;
-  for (const name of names) {
-    const t = tensors[name]!;
-    const where = describe(name, t.dtype, t.shape);
-    if (name === META) throw new StateDictError(`${where}: '${META}' is reserved for metadata`, SAVE, 'rename the tensor');
-    const spec = WRITE[t.dtype];
-    if (!spec) {
-      throw new StateDictError(`${where}: unknown dtype`, SAVE, `use one of ${Object.keys(WRITE).join(', ')}`);
-    }
-    const n = checkShape(t.shape, where, SAVE);
-    if (!(t.data instanceof spec.ctor)) {
-      throw new StateDictError(`${where}: data is a ${t.data?.constructor?.name}, expected ${spec.ctor.name}`, SAVE);
-    }
-    if (t.data.length !== n) {
-      throw new StateDictError(`${where}: data has ${t.data.length} elements, shape needs ${n}`, SAVE);
-    }
+  const layout = plan.map((p) => {
     // Build the JSON by hand: JSON.stringify on an object would move integer-like keys first.
-    const end = offset + n * spec.size;
-    entries.push(`${JSON.stringify(name)}:${JSON.stringify({ dtype: spec.tag, shape: t.shape, data_offsets: [offset, end] })}`);
-    layout.push({ t, spec, begin: offset });
-    offset = end;
-  }
+    entries.push(`${JSON.stringify(p.name)}:${JSON.stringify({ dtype: p.tag, shape: p.t.shape, data_offsets: [offset, offset + p.bytes] })}`);
+    const begin = offset;
+    offset += p.bytes;
+    return { ...p, begin };
+  });
 
   const json = new TextEncoder().encode(`{${entries.join(',')}}`);
   // Pad with spaces (valid JSON whitespace) so the data section starts 8-byte aligned, as the
@@ -194,13 +109,17 @@ export function encodeSafetensors(tensors: Record<string, RawTensor>, metadata?:
   out.fill(0x20, 8 + json.length, 8 + headerLen);
 
   const dataStart = 8 + headerLen;
-  for (const { t, spec, begin } of layout) {
+  for (const { t, tag, spec, where, begin } of layout) {
     const at = dataStart + begin;
-    if (HOST_LE && t.dtype !== 'bool') {
+    if (HOST_LE && tag === NATIVE[t.dtype] && t.dtype !== 'bool') {
       out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
-    } else {
-      const tv = new DataView(out.buffer, at, t.data.byteLength);
-      for (let i = 0; i < t.data.length; i++) spec.set(tv, i, t.data[i]!);
+      continue;
+    }
+    const tv = new DataView(out.buffer, at, t.data.length * spec.size);
+    for (let i = 0; i < t.data.length; i++) {
+      if (!spec.set(tv, i, t.data[i]!)) {
+        throw new StateDictError(`${where}: element ${i} = ${t.data[i]} does not fit in ${tag} (${spec.range})`, SAVE, `write the tensor as ${t.dtype === 'int32' ? 'I32 or I64' : 'F32'} instead, or rescale it`);
+      }
     }
   }
   return out;
@@ -209,31 +128,32 @@ export function encodeSafetensors(tensors: Record<string, RawTensor>, metadata?:
 // ---------------------------------------------------------------------------------------------
 // decode
 
-export function decodeSafetensors(bytes: Uint8Array): {
-  tensors: Record<string, RawTensor>;
-  metadata: Record<string, string>;
-} {
+interface Entry { key: string; where: string; spec: (typeof READ)[SafetensorsFileDType]; tag: SafetensorsFileDType; shape: number[]; n: number; begin: number; end: number }
+
+export function decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, RawTensor>; metadata: Record<string, string> } {
   if (bytes.length < 8) {
     throw new StateDictError(`file is ${bytes.length} bytes, too short for the 8-byte header length`, LOAD, 'the file is truncated or not safetensors');
   }
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLen = dv.getUint32(0, true) + dv.getUint32(4, true) * 2 ** 32;
   if (headerLen > bytes.length - 8) {
-    throw new StateDictError(
-      `header length ${headerLen} runs past the end of the ${bytes.length}-byte file`,
-      LOAD,
-      'the file is truncated or not safetensors',
-    );
+    throw new StateDictError(`header length ${headerLen} runs past the end of the ${bytes.length}-byte file`, LOAD, 'the file is truncated or not safetensors');
   }
+  if (headerLen > MAX_HEADER) throw new StateDictError(`header length ${headerLen} exceeds the format's limit of ${MAX_HEADER} bytes`, LOAD, 'the file is corrupt or not safetensors');
 
   let header: unknown;
+  let text: string;
   try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLen));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLen));
     header = JSON.parse(text);
   } catch (e) {
     throw new StateDictError(`header is not valid UTF-8 JSON (${(e as Error).message})`, LOAD, 'the file is corrupt or not safetensors');
   }
   if (!isObject(header)) throw new StateDictError('header is not a JSON object', LOAD);
+  const dup = duplicateKey(text);
+  if (dup) {
+    throw new StateDictError(dup.parent === null ? `tensor '${dup.key}' appears twice in the header` : `key '${dup.key}' appears twice in the entry of '${dup.parent}'`, LOAD, 'the file is corrupt: every name must appear once');
+  }
 
   const metadata: Record<string, string> = {};
   const rawMeta = header[META];
@@ -241,40 +161,54 @@ export function decodeSafetensors(bytes: Uint8Array): {
     if (!isObject(rawMeta)) throw new StateDictError(`'${META}' is not an object`, LOAD);
     for (const [k, v] of Object.entries(rawMeta)) {
       if (typeof v !== 'string') throw new StateDictError(`metadata '${k}' is not a string`, LOAD);
-      metadata[k] = v;
+      setOwn(metadata, k, v);
     }
   }
 
   const dataStart = 8 + headerLen;
   const dataLen = bytes.length - dataStart;
-  const tensors: Record<string, RawTensor> = {};
+  const entries: Entry[] = [];
   for (const [key, entry] of Object.entries(header)) {
     if (key === META) continue;
     if (!isObject(entry)) throw new StateDictError(`tensor '${key}': header entry is not an object`, LOAD);
     const { dtype, shape, data_offsets: offs } = entry;
     const where = describe(key, dtype, shape);
-    const spec = typeof dtype === 'string' && Object.hasOwn(READ, dtype) ? READ[dtype]! : undefined;
-    if (!spec) {
-      throw new StateDictError(`${where}: unsupported dtype ${JSON.stringify(dtype)}`, LOAD, `kiln reads ${Object.keys(READ).join(', ')}`);
-    }
+    const tag = typeof dtype === 'string' && Object.hasOwn(READ, dtype) ? (dtype as SafetensorsFileDType) : undefined;
+    if (!tag) throw new StateDictError(`${where}: unsupported dtype ${JSON.stringify(dtype)}`, LOAD, `kiln reads ${Object.keys(READ).join(', ')}`);
+    const spec = READ[tag];
     const n = checkShape(shape, where, LOAD);
-    if (
-      !Array.isArray(offs) || offs.length !== 2 ||
-      !offs.every((o) => typeof o === 'number' && Number.isSafeInteger(o) && o >= 0)
-    ) {
+    if (!Array.isArray(offs) || offs.length !== 2 || !offs.every((o) => typeof o === 'number' && Number.isSafeInteger(o) && o >= 0)) {
       throw new StateDictError(`${where}: data_offsets ${JSON.stringify(offs)} is not a pair of non-negative integers`, LOAD);
     }
     const [begin, end] = offs as [number, number];
     if (end - begin !== n * spec.size) {
       throw new StateDictError(`${where}: data_offsets [${begin}, ${end}] span ${end - begin} bytes, expected ${n} x ${spec.size} = ${n * spec.size}`, LOAD);
     }
-    // Overlapping or out-of-order regions are tolerated (each tensor gets its own copy);
-    // only reads outside the data section are rejected.
-    if (end > dataLen) {
-      throw new StateDictError(`${where}: data_offsets [${begin}, ${end}] run past the ${dataLen}-byte data section`, LOAD, 'the file is truncated');
-    }
-    const view = new DataView(bytes.buffer, bytes.byteOffset + dataStart + begin, end - begin);
-    tensors[key] = { dtype: spec.dtype, shape: (shape as number[]).slice(), data: spec.read(view, n, where) };
+    if (end > dataLen) throw new StateDictError(`${where}: data_offsets [${begin}, ${end}] run past the ${dataLen}-byte data section`, LOAD, 'the file is truncated');
+    entries.push({ key, where, spec, tag, shape: (shape as number[]).slice(), n, begin, end });
+  }
+  checkTiling(entries, dataLen);
+
+  const tensors: Record<string, RawTensor> = {};
+  for (const e of entries) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset + dataStart + e.begin, e.end - e.begin);
+    setOwn(tensors, e.key, { dtype: e.spec.dtype, shape: e.shape, data: e.spec.read(view, e.n, e.where), fileDType: e.tag });
   }
   return { tensors, metadata };
+}
+
+/** The regions, in offset order, must cover [0, dataLen) exactly once (the reference's validate). */
+function checkTiling(entries: readonly Entry[], dataLen: number): void {
+  const sorted = [...entries].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  let prev: Entry | null = null;
+  for (const e of sorted) {
+    if (e.begin < at) {
+      throw new StateDictError(`tensors '${prev!.key}' [${prev!.begin}, ${prev!.end}] and '${e.key}' [${e.begin}, ${e.end}] overlap`, LOAD, 'the file is corrupt: every tensor needs a region of its own');
+    }
+    if (e.begin > at) throw new StateDictError(`a hole of ${e.begin - at} bytes before tensor '${e.key}' (data from ${at} to ${e.begin} belongs to no tensor)`, LOAD, 'the file is corrupt: regions must follow each other');
+    at = e.end;
+    prev = e;
+  }
+  if (at !== dataLen) throw new StateDictError(`${dataLen - at} bytes after the last tensor belong to no tensor`, LOAD, 'the file is corrupt or was appended to');
 }

@@ -87,3 +87,68 @@ export class ModuleList<M extends AnyModule = AnyModule> extends Module<never[],
     return (this.children() as M[])[Symbol.iterator]();
   }
 }
+
+/** A record of submodules by name (torch's ModuleDict), kept in insertion order; no forward of its own. */
+export class ModuleDict<M extends AnyModule = AnyModule> extends Module<never[], never> {
+  readonly #keys: string[] = [];
+
+  constructor(modules: Record<string, M> | Iterable<readonly [string, M]> = {}) {
+    super();
+    this.update(modules);
+  }
+
+  forward(): never {
+    throw new ArgumentError('ModuleDict has no forward; look modules up by name in your module\'s forward', 'ModuleDict');
+  }
+
+  get size(): number {
+    return this.#keys.length;
+  }
+
+  has(key: string): boolean {
+    return this.#keys.includes(key);
+  }
+
+  get(key: string): M {
+    if (!this.has(key)) throw new IndexError(`no module named ${JSON.stringify(key)}`, 'ModuleDict.get', `keys: ${this.#keys.join(', ') || 'none'}`);
+    return (this as unknown as Record<string, M>)[key]!;
+  }
+
+  /** Adds or replaces the module under `key`. */
+  set(key: string, m: M): this {
+    if (!(m instanceof Module)) throw new ArgumentError(`the value for ${JSON.stringify(key)} is not a Module`, 'ModuleDict.set');
+    this.registerModule(key, m);
+    if (!this.has(key)) this.#keys.push(key);
+    return this;
+  }
+
+  /** Removes and returns the module under `key` (torch's pop). */
+  delete(key: string): M {
+    const m = this.get(key);
+    this.registerModule(key, null);
+    this.#keys.splice(this.#keys.indexOf(key), 1);
+    return m;
+  }
+
+  update(modules: Record<string, M> | Iterable<readonly [string, M]>): this {
+    const entries = Symbol.iterator in Object(modules) ? [...(modules as Iterable<readonly [string, M]>)] : Object.entries(modules as Record<string, M>);
+    for (const [k, m] of entries) this.set(k, m);
+    return this;
+  }
+
+  keys(): string[] {
+    return [...this.#keys];
+  }
+
+  values(): M[] {
+    return this.#keys.map((k) => this.get(k));
+  }
+
+  entries(): [string, M][] {
+    return this.#keys.map((k) => [k, this.get(k)]);
+  }
+
+  [Symbol.iterator](): Iterator<[string, M]> {
+    return this.entries()[Symbol.iterator]();
+  }
+}

@@ -1,12 +1,12 @@
-// nn.Conv2d over [N, C, H, W] (or unbatched [C, H, W]), torch's weight layout
-// [out, in/groups, kh, kw] and default init.
+// nn.Conv1d, nn.Conv2d and nn.ConvTranspose2d over batched or unbatched input, with torch's
+// weight layouts ([out, in/groups, k...]; transposed: [in, out/groups, k...]) and default init.
 
 import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
 import { checkEnum } from '../core/enum-arg.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { zeros } from '../ops/creation.js';
 import { squeeze, unsqueeze } from '../ops/movement.js';
-import { conv2d } from '../ops/window.js';
+import { CONV_PADDING_MODES, conv1d, conv2d, convTranspose2d, type ConvPadding } from '../ops/window.js';
 import { Module } from './module.js';
 import { resetWeightAndBias } from './init.js';
 import { checkSize } from './linear.js';
@@ -15,78 +15,146 @@ export type Pair = number | readonly [number, number];
 
 export interface Conv2dOptions {
   stride?: Pair;
-  /** a size, a pair, 'valid' (0) or 'same' (stride 1; output size = input size) */
-  padding?: Pair | 'valid' | 'same';
+  /** a size, a pair, 'valid' (0) or 'same' (stride 1; output size = input size, even kernels pad one more at the end) */
+  padding?: ConvPadding;
   dilation?: Pair;
   groups?: number;
   bias?: boolean;
   dtype?: 'float32' | 'float64';
 }
 
-const toPair = (v: Pair): [number, number] => (typeof v === 'number' ? [v, v] : [v[0], v[1]]);
+export interface Conv1dOptions extends Omit<Conv2dOptions, 'stride' | 'padding' | 'dilation'> {
+  stride?: number;
+  padding?: number | 'valid' | 'same';
+  dilation?: number;
+}
 
-export class Conv2d extends Module {
+export interface ConvTranspose2dOptions extends Omit<Conv2dOptions, 'padding'> {
+  padding?: Pair;
+  /** added to one side of the output size (torch's output_padding), smaller than stride or dilation */
+  outputPadding?: Pair;
+}
+
+const toPair = (v: Pair): [number, number] => (typeof v === 'number' ? [v, v] : [v[0], v[1]]);
+const tuple = (p: readonly number[]) => `(${p.join(', ')}${p.length === 1 ? ',' : ''})`;
+
+/** What every conv layer shares: sizes, the checks, parameters, init and printing. */
+abstract class ConvNd extends Module {
   readonly inChannels: number;
   readonly outChannels: number;
-  readonly kernelSize: [number, number];
-  readonly stride: [number, number];
-  readonly padding: [number, number];
-  readonly dilation: [number, number];
+  readonly kernelSize: number[];
+  readonly stride: number[];
+  /** padding per spatial dim, or the string it was given as */
+  readonly padding: number[] | 'same' | 'valid';
+  readonly dilation: number[];
   readonly groups: number;
-  private readonly paddingMode: string;
   weight: Tensor;
   bias: Tensor | null;
 
-  constructor(inChannels: number, outChannels: number, kernelSize: Pair, opts: Conv2dOptions = {}) {
+  protected constructor(op: string, inChannels: number, outChannels: number, kernel: number[], stride: number[], padding: number[] | 'same' | 'valid', dilation: number[], opts: { groups?: number; bias?: boolean; dtype?: 'float32' | 'float64' }, transposed: boolean) {
     super();
-    checkSize('Conv2d', 'inChannels', inChannels, false);
-    checkSize('Conv2d', 'outChannels', outChannels, false);
+    checkSize(op, 'inChannels', inChannels, false);
+    checkSize(op, 'outChannels', outChannels, false);
+    for (const [name, v] of [['kernelSize', kernel], ['stride', stride], ['dilation', dilation]] as const) {
+      if (!v.every((x) => Number.isInteger(x) && x > 0)) throw new ArgumentError(`${name} must hold positive integers, got ${JSON.stringify(v)}`, op);
+    }
+    if (typeof padding === 'string') {
+      checkEnum(op, 'padding', padding, CONV_PADDING_MODES);
+      if (padding === 'same' && stride.some((s) => s !== 1)) throw new ArgumentError("padding='same' is not supported for strided convolutions", op, 'use stride 1, or give the padding as numbers');
+    } else if (!padding.every((x) => Number.isInteger(x) && x >= 0)) throw new ArgumentError(`padding must hold non-negative integers, got ${JSON.stringify(padding)}`, op);
     const groups = opts.groups ?? 1;
     if (!Number.isInteger(groups) || groups < 1 || inChannels % groups !== 0 || outChannels % groups !== 0) {
-      throw new ArgumentError(`groups=${groups} must divide inChannels=${inChannels} and outChannels=${outChannels}`, 'Conv2d');
+      throw new ArgumentError(`groups=${groups} must divide inChannels=${inChannels} and outChannels=${outChannels}`, op);
     }
     this.inChannels = inChannels;
     this.outChannels = outChannels;
-    this.kernelSize = toPair(kernelSize);
-    this.stride = toPair(opts.stride ?? 1);
-    this.dilation = toPair(opts.dilation ?? 1);
+    this.kernelSize = kernel;
+    this.stride = stride;
+    this.padding = padding;
+    this.dilation = dilation;
     this.groups = groups;
-    const pad = opts.padding ?? 0;
-    if (typeof pad === 'string') checkEnum('Conv2d', 'padding', pad, ['valid', 'same']);
-    this.paddingMode = typeof pad === 'string' ? pad : '';
-    if (pad === 'same') {
-      if (this.stride[0] !== 1 || this.stride[1] !== 1) throw new ArgumentError("padding='same' needs stride 1", 'Conv2d');
-      const total = this.kernelSize.map((k, i) => this.dilation[i]! * (k - 1));
-      if (total.some((t) => t % 2 !== 0)) {
-        throw new ArgumentError(`padding='same' with kernel ${this.kernelSize.join('x')} and dilation ${this.dilation.join(',')} would need uneven padding`, 'Conv2d', 'use an odd kernel size, or pad the input with kiln.pad');
-      }
-      this.padding = [total[0]! / 2, total[1]! / 2];
-    } else this.padding = pad === 'valid' ? [0, 0] : toPair(pad);
     const dtype = opts.dtype ?? 'float32';
-    this.weight = this.registerParameter('weight', zeros([outChannels, inChannels / groups, ...this.kernelSize], { dtype }));
+    const wShape = transposed ? [inChannels, outChannels / groups, ...kernel] : [outChannels, inChannels / groups, ...kernel];
+    this.weight = this.registerParameter('weight', zeros(wShape, { dtype }));
     this.bias = this.registerParameter('bias', opts.bias === false ? null : zeros([outChannels], { dtype }));
     this.resetParameters();
   }
 
-  /** torch's init: kaiming-uniform (a = sqrt 5), i.e. U(±1/sqrt(fan_in)), for the weight and the bias. */
+  /** torch's init: kaiming-uniform (a = sqrt 5), i.e. U(±1/sqrt(fan_in)), for the weight and the bias (fan_in from weight dim 1). */
   resetParameters(): void {
     resetWeightAndBias(this.weight, this.bias);
   }
 
-  forward(x: Tensor): Tensor {
-    if (x.ndim === 3) return squeeze(this.forward(unsqueeze(x, 0)), 0);
-    if (x.ndim !== 4) throw new ShapeError(`expects [N, C, H, W] or [C, H, W], got ${fmtShape(x.shape)}`, 'Conv2d');
-    return conv2d(x, this.weight, this.bias, { stride: this.stride, padding: this.padding, dilation: this.dilation, groups: this.groups });
+  /** Runs `run` on batched input, adding and removing the batch dim of unbatched input. */
+  protected batched(x: Tensor, spatial: number, run: (x: Tensor) => Tensor): Tensor {
+    if (x.ndim === spatial + 1) return squeeze(run(unsqueeze(x, 0)), 0);
+    if (x.ndim !== spatial + 2) {
+      const dims = spatial === 1 ? 'L' : 'H, W';
+      throw new ShapeError(`expects [N, C, ${dims}] or [C, ${dims}], got ${fmtShape(x.shape)}`, this.typeName);
+    }
+    return run(x);
   }
 
   override extraRepr(): string {
-    const t = (p: readonly number[]) => `(${p.join(', ')})`;
-    let s = `${this.inChannels}, ${this.outChannels}, kernel_size=${t(this.kernelSize)}, stride=${t(this.stride)}`;
-    if (this.paddingMode) s += `, padding=${this.paddingMode}`;
-    else if (this.padding.some((p) => p !== 0)) s += `, padding=${t(this.padding)}`;
-    if (this.dilation.some((d) => d !== 1)) s += `, dilation=${t(this.dilation)}`;
+    let s = `${this.inChannels}, ${this.outChannels}, kernel_size=${tuple(this.kernelSize)}, stride=${tuple(this.stride)}`;
+    if (typeof this.padding === 'string') s += `, padding=${this.padding}`;
+    else if (this.padding.some((p) => p !== 0)) s += `, padding=${tuple(this.padding)}`;
+    if (this.dilation.some((d) => d !== 1)) s += `, dilation=${tuple(this.dilation)}`;
+    s += this.extraSettings();
     if (this.groups !== 1) s += `, groups=${this.groups}`;
     if (!this.bias) s += ', bias=False';
     return s;
   }
+
+  protected extraSettings(): string {
+    return '';
+  }
 }
+
+export class Conv2d extends ConvNd {
+  constructor(inChannels: number, outChannels: number, kernelSize: Pair, opts: Conv2dOptions = {}) {
+    const pad = opts.padding ?? 0;
+    super('Conv2d', inChannels, outChannels, toPair(kernelSize), toPair(opts.stride ?? 1), typeof pad === 'string' ? pad : toPair(pad), toPair(opts.dilation ?? 1), opts, false);
+  }
+
+  forward(x: Tensor): Tensor {
+    return this.batched(x, 2, (xb) => conv2d(xb, this.weight, this.bias, { stride: this.stride as [number, number], padding: padArg(this.padding), dilation: this.dilation as [number, number], groups: this.groups }));
+  }
+}
+
+export class Conv1d extends ConvNd {
+  constructor(inChannels: number, outChannels: number, kernelSize: number, opts: Conv1dOptions = {}) {
+    const pad = opts.padding ?? 0;
+    super('Conv1d', inChannels, outChannels, [kernelSize], [opts.stride ?? 1], typeof pad === 'string' ? pad : [pad], [opts.dilation ?? 1], opts, false);
+  }
+
+  forward(x: Tensor): Tensor {
+    const padding = typeof this.padding === 'string' ? this.padding : this.padding[0]!;
+    return this.batched(x, 1, (xb) => conv1d(xb, this.weight, this.bias, { stride: this.stride[0], padding, dilation: this.dilation[0], groups: this.groups }));
+  }
+}
+
+export class ConvTranspose2d extends ConvNd {
+  readonly outputPadding: [number, number];
+
+  constructor(inChannels: number, outChannels: number, kernelSize: Pair, opts: ConvTranspose2dOptions = {}) {
+    super('ConvTranspose2d', inChannels, outChannels, toPair(kernelSize), toPair(opts.stride ?? 1), toPair(opts.padding ?? 0), toPair(opts.dilation ?? 1), opts, true);
+    this.outputPadding = toPair(opts.outputPadding ?? 0);
+    const [sh, sw] = this.stride, [dh, dw] = this.dilation;
+    if (!this.outputPadding.every((p) => Number.isInteger(p) && p >= 0) || this.outputPadding[0] >= Math.max(sh!, dh!) || this.outputPadding[1] >= Math.max(sw!, dw!)) {
+      throw new ArgumentError(`outputPadding ${JSON.stringify(opts.outputPadding)} must be non-negative and smaller than stride or dilation`, 'ConvTranspose2d');
+    }
+  }
+
+  forward(x: Tensor): Tensor {
+    return this.batched(x, 2, (xb) => convTranspose2d(xb, this.weight, this.bias, {
+      stride: this.stride as [number, number], padding: this.padding as [number, number], dilation: this.dilation as [number, number], outputPadding: this.outputPadding, groups: this.groups,
+    }));
+  }
+
+  protected override extraSettings(): string {
+    return this.outputPadding.some((p) => p !== 0) ? `, output_padding=${tuple(this.outputPadding)}` : '';
+  }
+}
+
+const padArg = (p: number[] | 'same' | 'valid'): ConvPadding => (typeof p === 'string' ? p : (p as [number, number]));

@@ -31,17 +31,72 @@ export interface LoadStateDictResult {
   unexpectedKeys: string[];
 }
 
+/** A forward pre-hook: sees the module and its arguments; returning an array (or one value) replaces them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ForwardPreHook = (module: AnyModule, args: any[]) => unknown;
+/** A forward hook: sees the module, the arguments and the output; returning a value replaces the output. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ForwardHook = (module: AnyModule, args: any[], output: any) => unknown;
+
+/** What registerForwardHook returns: remove() unregisters the hook (torch's RemovableHandle). */
+export class RemovableHandle {
+  constructor(readonly remove: () => void) {}
+}
+
 export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> {
   /** true in training mode (dropout active, batch norm uses batch statistics) */
   training = true;
   readonly #slots = new Map<string, Kind>();
   readonly #nonPersistent = new Set<string>();
+  readonly #preHooks = new Map<number, ForwardPreHook>();
+  readonly #hooks = new Map<number, ForwardHook>();
+  #hooksVersion = 0;
 
   abstract forward(...args: In): Out;
 
-  /** Runs forward (torch's module(x)). */
+  /**
+   * Runs forward (torch's module(x)), with the forward pre-hooks before it and the forward
+   * hooks after it. A compiled module runs them while tracing; replays do not run their
+   * JavaScript, and adding or removing a hook (hooksVersion) makes the next call retrace.
+   */
   call(...args: In): Out {
-    return this.forward(...args);
+    if (this.#preHooks.size === 0 && this.#hooks.size === 0) return this.forward(...args);
+    let a: unknown[] = args;
+    for (const hook of [...this.#preHooks.values()]) {
+      const r = hook(this, a);
+      if (r !== undefined) a = Array.isArray(r) ? r : [r];
+    }
+    let out: unknown = this.forward(...(a as In));
+    for (const hook of [...this.#hooks.values()]) {
+      const r = hook(this, a, out);
+      if (r !== undefined) out = r;
+    }
+    return out as Out;
+  }
+
+  /** torch's register_forward_pre_hook: hook(module, args) runs before forward. */
+  registerForwardPreHook(hook: ForwardPreHook): RemovableHandle {
+    return this.#addHook(this.#preHooks as Map<number, unknown>, hook, 'registerForwardPreHook');
+  }
+
+  /** torch's register_forward_hook: hook(module, args, output) runs after forward. */
+  registerForwardHook(hook: ForwardHook): RemovableHandle {
+    return this.#addHook(this.#hooks as Map<number, unknown>, hook, 'registerForwardHook');
+  }
+
+  /** Counts hook registrations and removals (compiled code guards on it). */
+  get hooksVersion(): number {
+    return this.#hooksVersion;
+  }
+
+  #addHook(map: Map<number, unknown>, hook: unknown, op: string): RemovableHandle {
+    if (typeof hook !== 'function') throw new ArgumentError(`hook must be a function, got ${describe(hook)}`, op);
+    const id = nextHookId++;
+    map.set(id, hook);
+    this.#hooksVersion++;
+    return new RemovableHandle(() => {
+      if (map.delete(id)) this.#hooksVersion++;
+    });
   }
 
   // ---- registration ----
@@ -340,6 +395,8 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> {
     return this.toString();
   }
 }
+
+let nextHookId = 0;
 
 function describe(v: unknown): string {
   if (v === null) return 'null';

@@ -5,7 +5,7 @@ import type { RandomDist } from '../backend/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, assertDType, typedArrayDType } from '../core/dtype.js';
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
-import { defaultGenerator } from '../core/random.js';
+import { defaultGenerator, type GeneratorState } from '../core/random.js';
 import { numel } from '../core/shape.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
@@ -235,4 +235,14 @@ export const randint = publicOp('randint', function randint(low: number, high: n
 export function manualSeed(seed: number): void {
   if (!Number.isInteger(seed) || seed < 0) throw new ArgumentError(`seed must be a non-negative integer, got ${seed}`, 'manualSeed');
   defaultGenerator.manualSeed(seed);
+}
+
+/** The global generator's state (torch.get_rng_state): save it to resume a run's random numbers. */
+export function getRngState(): GeneratorState {
+  return defaultGenerator.getState();
+}
+
+/** Restores the global generator's state from getRngState(). */
+export function setRngState(state: GeneratorState): void {
+  defaultGenerator.setState(state);
 }

@@ -13,6 +13,7 @@ import { GradNode, edgeOf, type BackwardFn, type Edge } from '../autograd/node.j
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor, readHooks } from '../tensor/tensor.js';
+import { profiling } from '../core/profiling.js';
 
 export interface OutMeta {
   readonly shape: readonly number[];
@@ -118,6 +119,8 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
     // kernels may call ops for scratch work (a contiguous copy): never recorded by autograd
     const grad = isGradEnabled();
     setGradEnabled(false);
+    const sink = profiling.sink;
+    const t0 = sink ? sink.begin() : 0;
     try {
       prim.run!(inputs, out, attrs);
     } catch (e) {
@@ -125,6 +128,7 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
       throw e;
     } finally {
       setGradEnabled(grad);
+      if (sink) sink.endEager(prim.name, t0, { shape: meta.shape, dtype: meta.dtype });
     }
     if (runtime.checkNumerics && isFloat(meta.dtype)) {
       try {

@@ -47,7 +47,8 @@ abstract class AdamBase extends Optimizer<AdamHyper> {
   }
 
   protected updateGroup(g: Group<AdamHyper>): void {
-    const [b1, b2] = g.betas;
+    const b2 = g.betas[1];
+    const b1 = g.hyper('beta1', g.betas[0]); // a tensor when a scheduler cycles it (OneCycleLR)
     const lr = g.lrTensor;
     for (const p of g.params) {
       if (!p.grad) continue;
@@ -64,7 +65,7 @@ abstract class AdamBase extends Optimizer<AdamHyper> {
         if (this.decoupled) assign(p, mul(p, sub(1, mul(lr, g.weightDecay))));
         else grad = add(grad, mul(p, g.weightDecay));
       }
-      assign(m, add(m, mul(sub(grad, m), 1 - b1))); // torch's lerp(m, g, 1 - b1)
+      assign(m, add(m, mul(sub(grad, m), typeof b1 === 'number' ? 1 - b1 : sub(1, b1)))); // torch's lerp(m, g, 1 - b1)
       assign(v, add(mul(v, b2), mul(mul(grad, grad), 1 - b2)));
       let second = v;
       if (g.amsgrad) {

@@ -136,36 +136,62 @@ export abstract class Optimizer<H extends object = object> {
     return { state, paramGroups };
   }
 
-  /** Copies hyperparameters and state in place (existing state tensors keep their identity). */
-  loadStateDict(sd: OptimizerStateDict<H>): void {
+  /**
+   * Checks that `sd` fits this optimizer (groups, parameter counts, hyperparameters, state
+   * shapes) without changing anything; returns the parameter of each state index.
+   */
+  checkStateDict(sd: OptimizerStateDict<H>): Tensor[] {
     const op = 'Optimizer.loadStateDict';
+    if (!sd || !Array.isArray(sd.paramGroups) || typeof sd.state !== 'object' || sd.state === null) {
+      throw new StateDictError('an optimizer state dict is { state, paramGroups }', op);
+    }
     if (sd.paramGroups.length !== this.paramGroups.length) {
       throw new StateDictError(`the state dict has ${sd.paramGroups.length} parameter groups, this optimizer ${this.paramGroups.length}`, op);
     }
     const byIndex: Tensor[] = [];
     sd.paramGroups.forEach((sg, i) => {
       const g = this.paramGroups[i]!;
-      if (sg.params.length !== g.params.length) {
-        throw new StateDictError(`group ${i} has ${sg.params.length} parameters in the state dict, ${g.params.length} here`, op, 'build the optimizer over the same parameters, in the same order');
+      if (!Array.isArray(sg.params) || sg.params.length !== g.params.length || !sg.params.every((id) => Number.isInteger(id) && id >= 0)) {
+        throw new StateDictError(`group ${i} has ${Array.isArray(sg.params) ? sg.params.length : 'no'} parameters in the state dict, ${g.params.length} here`, op, 'build the optimizer over the same parameters, in the same order');
       }
       sg.params.forEach((id, j) => (byIndex[id] = g.params[j]!));
+      const { params: _p, lr, ...hyper } = sg;
+      if (typeof lr !== 'number' || !(lr >= 0) || !Number.isFinite(lr)) throw new StateDictError(`group ${i}: lr ${JSON.stringify(lr)} is not a finite number >= 0`, op);
+      // only this optimizer's hyperparameters, each of its default's kind (a state dict may come from a file)
+      const own = this.hyperparameters(g) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(hyper)) {
+        if (!Object.hasOwn(own, k)) throw new StateDictError(`group ${i}: '${k}' is not a hyperparameter of ${this.constructor.name}`, op, `its hyperparameters: lr, ${Object.keys(own).join(', ')}`);
+        if (kindOf(v) !== kindOf(own[k])) throw new StateDictError(`group ${i}: '${k}' is ${JSON.stringify(v)}, expected a ${kindOf(own[k])}`, op);
+      }
+      this.validate({ ...own, ...hyper } as H);
     });
     for (const [id, entries] of Object.entries(sd.state)) {
       const p = byIndex[Number(id)];
       if (!p) throw new StateDictError(`state for parameter ${id}, which no group lists`, op);
       for (const [k, t] of Object.entries(entries)) {
+        if (!(t instanceof Tensor) || t.isDisposed) throw new StateDictError(`state '${k}' of parameter ${id} is not a live tensor`, op);
         if (t.ndim !== 0 && !shapesEqual(t.shape, p.shape)) {
           throw new StateDictError(`state '${k}' of parameter ${id}${p.name ? ` ('${p.name}')` : ''} is ${fmtShape(t.shape)}, the parameter ${fmtShape(p.shape)}`, op);
         }
       }
     }
+    return byIndex;
+  }
+
+  /** Copies hyperparameters and state in place (existing state tensors keep their identity); checks everything first. */
+  loadStateDict(sd: OptimizerStateDict<H>): void {
+    const byIndex = this.checkStateDict(sd);
     noGrad(() => {
       sd.paramGroups.forEach((sg, i) => {
         const g = this.paramGroups[i]!;
         const { params: _p, lr, ...hyper } = sg;
-        this.validate({ ...this.hyperparameters(g), ...hyper } as H);
         Object.assign(g, hyper);
         g.lr = lr;
+        const loaded = hyper as unknown as Record<string, number> & { betas?: number[] };
+        for (const [name, t] of g.scheduled) {
+          const v = name === 'beta1' ? loaded.betas?.[0] : loaded[name];
+          if (typeof v === 'number') assign(t, v);
+        }
       });
       for (const [id, entries] of Object.entries(sd.state)) {
         const p = byIndex[Number(id)]!;
@@ -182,10 +208,15 @@ export abstract class Optimizer<H extends object = object> {
     });
   }
 
-  /** A group's hyperparameters other than lr and params. */
+  /** A group's hyperparameters other than lr and params (scheduled ones read from their tensors). */
   protected hyperparameters(g: Group<H>): H {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(this.defaults)) if (k !== 'lr') out[k] = (g as unknown as Record<string, unknown>)[k];
+    for (const [name, t] of g.scheduled) {
+      const v = t.item();
+      if (name === 'beta1') out.betas = [v, (out.betas as number[])[1]];
+      else out[name] = v;
+    }
     return out as H;
   }
 
@@ -198,4 +229,10 @@ export abstract class Optimizer<H extends object = object> {
     lines.push(')');
     return lines.join('\n');
   }
+}
+
+/** number, boolean, or an array of n numbers (betas): what a hyperparameter may be. */
+function kindOf(v: unknown): string {
+  if (Array.isArray(v)) return v.every((x) => typeof x === 'number') ? `list of ${v.length} numbers` : 'list';
+  return typeof v;
 }

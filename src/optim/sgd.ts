@@ -39,6 +39,7 @@ export class SGD extends Optimizer<SGDHyper> {
   }
 
   protected updateGroup(g: Group<SGDHyper>): void {
+    const momentum = g.hyper('momentum', g.momentum); // a tensor when a scheduler cycles it
     for (const p of g.params) {
       if (!p.grad) continue;
       let d: Tensor = g.maximize ? neg(p.grad) : p.grad;
@@ -57,8 +58,8 @@ export class SGD extends Optimizer<SGDHyper> {
           scaled = mul(d, add(mul(first, g.dampening), 1 - g.dampening));
           if (s.first_step) assign(s.first_step, 0);
         }
-        assign(buf, add(mul(buf, g.momentum), scaled));
-        d = g.nesterov ? add(d, mul(buf, g.momentum)) : buf;
+        assign(buf, add(mul(buf, momentum), scaled));
+        d = g.nesterov ? add(d, mul(buf, momentum)) : buf;
       }
       assign(p, sub(p, mul(d, g.lrTensor)));
     }

@@ -1,4 +1,4 @@
-// `kilnjs serve <model> [options]` (bin/kiln.ts): parses the flags into ServeOptions, starts the
+// `kilnjs serve <model> [options]` (src/cli.ts): parses the flags into ServeOptions, starts the
 // server, and on SIGTERM / SIGINT stops accepting, answers what was accepted, and exits 0.
 
 import { readFileSync } from 'node:fs';

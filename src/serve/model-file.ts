@@ -22,6 +22,7 @@ import { pathToFileURL } from 'node:url';
 import type { DType } from '../core/dtype.js';
 import { ArgumentError } from '../core/errors.js';
 import type { AnyModule } from '../nn/module.js';
+import { loaderHint } from '../io/loader-hint.js';
 import { loadSafetensors } from '../node.js';
 import { checkSignature, type InputSpec } from './signature.js';
 
@@ -51,7 +52,14 @@ export async function loadModelFile(path: string, weights?: string): Promise<Loa
   const where = `kilnjs serve ${path}`;
   const abs = isAbsolute(path) ? path : resolve(process.cwd(), path);
   if (!existsSync(abs)) throw new ArgumentError(`${abs} does not exist`, where, 'pass an artifact (kiln.export) or a module file that exports a servable model (src/serve/model-file.ts)');
-  const mod = (await import(pathToFileURL(abs).href)) as { default?: unknown; servable?: unknown };
+  let mod: { default?: unknown; servable?: unknown };
+  try {
+    mod = (await import(pathToFileURL(abs).href)) as typeof mod;
+  } catch (e) {
+    const hint = loaderHint(e, 'serve', path);
+    if (!hint) throw e;
+    throw new ArgumentError(`could not import ${path}: ${(e as Error).message}${hint}`, where);
+  }
   const s = (mod.servable ?? mod.default) as Partial<ServableModule> | undefined;
   if (!s || typeof s !== 'object' || typeof s.create !== 'function' || typeof s.name !== 'string' || !s.inputs || typeof s.inputs !== 'object') {
     throw new ArgumentError(`${path} exports no servable model`, where, "export default { name, inputs: { x: { dtype: 'float32', shape: [784] } }, create: () => model } (see src/serve/model-file.ts)");

@@ -13,15 +13,19 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * The page's script: `entry` (TypeScript; imports resolve from the repository root, and
- * `kilnjs` is ./src/index.ts) bundled for the browser as one ES module.
+ * `kilnjs` is ./src/index.ts, by tsconfig.json's paths) bundled for the browser as one ES module.
  */
 export async function bundleForBrowser(entry: string, sourcefile = 'page.ts'): Promise<string> {
   const r = await build({
     stdin: { contents: entry, resolveDir: ROOT, loader: 'ts', sourcefile },
     bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true,
-    // examples import 'kilnjs' (the package itself) and node:url for their CLI entry; the CLI
-    // part never runs in the page (it checks process.argv, which the page stubs as empty)
-    alias: { kiln: './src/index.ts' },
+    // examples import 'kilnjs' (tsconfig.json "paths": the sources, as under tsx) and node:url
+    // for their CLI entry; the CLI part never runs in the page (it checks process.argv, which
+    // the page stubs as empty)
+    tsconfig: `${ROOT}tsconfig.json`,
+    // package.json's "sideEffects" describes the package's modules; the examples' and test
+    // helpers' are not listed there, and must keep what they do on import
+    ignoreAnnotations: true,
     plugins: [{
       name: 'stub-node-url',
       setup(b) {

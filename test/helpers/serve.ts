@@ -107,9 +107,9 @@ export interface ServeChild {
   url(): Promise<string>;
 }
 
-/** `kilnjs serve ARGS` in a child process (tsx, like bin/kiln.js). */
+/** `kilnjs serve ARGS` in a child process (the CLI's sources through tsx). */
 export function spawnServe(args: readonly string[], env: Record<string, string> = {}): ServeChild {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'kiln.ts'), 'serve', ...args], { cwd: ROOT, env: { ...process.env, KILN_CACHE_SOURCES: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', ...args], { cwd: ROOT, env: { ...process.env, KILN_CACHE_SOURCES: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const listeners = new Set<() => void>();
   const take = (chunk: string) => {

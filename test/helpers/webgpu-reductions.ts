@@ -3,8 +3,6 @@
 // and off, and Node compares the numbers with float64 references. Browser-safe (kiln only).
 // Results come back as exact bits: float32 outputs as their uint32 patterns, indices as is.
 
-/// <reference types="@webgpu/types" />
-
 import * as kiln from 'kilnjs';
 import type { RowKernel } from '../../src/compiler/loop-ir.js';
 import { rowConfig, rowStats, subgroupPrologue } from '../../src/backend/webgpu/render-row.js';

@@ -63,6 +63,8 @@ const data = (v: ViewArg): TypedArray => (v.buf as JsBuffer).data;
 export class JsBackend implements Backend {
   readonly name = 'js';
   readonly outputRecycling = JS_OUTPUT_RECYCLING;
+  /** the JS renderer computes attention kernels (render-loop.ts) */
+  readonly attentionKernels = true;
   private readonly prepared = new Map<string, JsKernel>();
 
   alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {

@@ -2,8 +2,8 @@
 // shapes and strides as constants, a running pointer per distinct index expression (no
 // index multiplication in inner loops) and no per-element function calls.
 
-import type { Affine, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../compiler/loop-ir.js';
+import type { Affine, AttentionKernel, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
+import { exprLoads, kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../compiler/loop-ir.js';
 export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../kernel-spec.js';
 import type { ScalarOp } from '../scalar-expr.js';
@@ -225,6 +225,63 @@ function substituteRed(e: LExpr, id: number, name: string): LExpr {
 }
 
 /**
+ * An attention kernel (fuse-attention.ts), one query row at a time over [lo, hi) of the
+ * flattened (batch entry, row) pairs: its scores (the score statements with acc = q_i·k_j) in a
+ * row buffer, their NaN-propagating max m, then e = exp(s - g(m)), l = sum e, and the epilogue
+ * with acc = (sum_j e_j v_j) / l: softmax(s)·v as the eager kernels compute it, in double.
+ */
+function renderAttention(k: AttentionKernel, em: Emitter, prelude: string[]): void {
+  const nb = k.batch.length, iVar = nb, jVar = nb + 1;
+  const exp = k.dtype === 'float32' ? 'fastExp' : 'Math.exp';
+  const q = k.query, kk = k.key, v = k.value;
+  prelude.push(`const sRow = new Float64Array(${Math.max(1, k.keys)}), oRow = new Float64Array(${Math.max(1, k.width)});`);
+  const scoreAffs = [...new Map([...k.score.body.flatMap((st) => exprLoadsOf(st.e)), ...exprLoadsOf(k.score.value)].map((a) => [affKey(a), a])).values()];
+  const epiAffs = affinesOf(k.body, k.stores);
+  const baseOf = (a: Affine) => [offs(a), ...k.batch.map((_, d) => (a.c[d] ? `${coef(a, d)} * v${d}` : '')).filter(Boolean)].join(' + ');
+  em.emit('for (let fr = lo; fr < hi; fr++) {');
+  em.emit(`const i = fr % ${k.rows};`);
+  em.emit(`let te = (fr - i) / ${k.rows};`);
+  for (let d = nb - 1; d >= 0; d--) em.emit(`const v${d} = te % ${k.batch[d]}; te = (te - v${d}) / ${k.batch[d]};`);
+  em.emit(`const qO = ${baseOf(q.base)} + i * ${q.sRow}, kO = ${baseOf(kk.base)}, vO = ${baseOf(v.base)};`);
+  em.emit('let mx = -Infinity;');
+  em.emit(`for (let j = 0; j < ${k.keys}; j++) {`);
+  em.emit('let acc = 0;');
+  em.emit(`for (let d = 0; d < ${k.depth}; d++) acc += b${q.buf}[qO + d * ${q.sCol}] * b${kk.buf}[kO + d * ${kk.sRow} + j * ${kk.sCol}];`);
+  if (k.dtype === 'float32') em.emit('acc = Math.fround(acc);');
+  scoreAffs.forEach((a, idx) => {
+    em.emit(`const pS${idx} = ${baseOf(a)} + ${a.c[iVar] ?? 0} * i + ${a.c[jVar] ?? 0} * j;`);
+    em.setPtr(a, `pS${idx}`);
+  });
+  stmts(em, k.score.body);
+  em.emit(`const sc = ${expr(k.score.value, em)};`);
+  em.emit('sRow[j] = sc;');
+  em.emit('if (sc > mx || sc !== sc) mx = sc !== sc || mx !== mx ? NaN : sc;');
+  em.emit('}');
+  em.emit(`const g = ${expr(substituteRed(k.shift, k.maxId, 'mx'), em)};`);
+  em.emit('let l = 0;');
+  em.emit('oRow.fill(0);');
+  em.emit(`for (let j = 0; j < ${k.keys}; j++) {`);
+  em.emit(`const e = ${exp}(sRow[j] - g);`);
+  em.emit('l += e;');
+  em.emit(`const vr = vO + j * ${v.sRow};`);
+  em.emit(`for (let c = 0; c < ${k.width}; c++) oRow[c] += e * b${v.buf}[vr + c * ${v.sCol}];`);
+  em.emit('}');
+  if (k.dtype === 'float32') em.emit('l = Math.fround(l);');
+  em.emit(`for (let c = 0; c < ${k.width}; c++) {`);
+  epiAffs.forEach((a, idx) => {
+    em.emit(`const pE${idx} = ${baseOf(a)} + ${a.c[iVar] ?? 0} * i + ${a.c[jVar] ?? 0} * c;`);
+    em.setPtr(a, `pE${idx}`);
+  });
+  em.emit('const acc = oRow[c] / l;');
+  stmts(em, k.body);
+  stores(em, k.stores);
+  em.emit('}');
+  em.emit('}');
+}
+
+const exprLoadsOf = (e: LExpr): Affine[] => exprLoads(e).map((l) => l.at);
+
+/**
  * A matmul kernel: the shared blocked matmul (matmul.ts) accumulates into one buffer, and the
  * fused epilogue runs on each finished block of C while it is still in cache (called per
  * block, not per element). The accumulation target is the raw matmul output when the graph
@@ -315,6 +372,7 @@ export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
     if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
     else if (k.kind === 'pointwise') renderPointwise(k, em);
     else if (k.kind === 'row') renderRow(k, em);
+    else if (k.kind === 'attention') renderAttention(k, em, prelude);
     else renderMatmul(k, em, prelude);
   } finally {
     if (dyn && k.sizes) em.lines.unshift(...Array.from({ length: k.sizes.count }, (_, i) => `const ${symName(i)} = b${k.sizes!.buf}[${i}];`), ...dyn.lines);

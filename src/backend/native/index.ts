@@ -16,10 +16,11 @@ import { JS_OUTPUT_RECYCLING, JsBackend, type JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
 import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
 import { threadCount } from '../js/threads.js';
-import { C_HEADER, renderKernelC, runtimeSource, type Param } from './render-c.js';
-import { buildAndLoad, compileFlags, cpuModel, findCompiler, getKoffi, loadLibrary, nativeCounters, resetToolchain, type Compiler } from './toolchain.js';
+import { C_HEADER, renderKernelC, runtimeSource, type Param, type PrepackB } from './render-c.js';
+import { buildAndLoad, compileFlags, cpuModel, findCompiler, getKoffi, loadLibrary, nativeCounters, resetToolchain, type Compiler, type KoffiLib } from './toolchain.js';
 import { arch, platform } from 'node:os';
 import { NativeUnavailableError } from './errors.js';
+import { packedB, type PackedOperands } from './prepack.js';
 
 export { NativeCompileError, NativeUnavailableError } from './errors.js';
 export { renderKernelC } from './render-c.js';
@@ -37,6 +38,11 @@ interface NativeKernel extends PreparedKernel {
   readonly work: number;
   /** buffers passed as one pointer array (see MAX_DIRECT_BUFFERS) */
   readonly viaArray: boolean;
+  /** a matmul whose B may come prepacked (one more argument after hi; prepack.ts) */
+  readonly prepack?: PrepackB;
+  readonly packs?: PackedOperands;
+  /** the runtime library it links (where the packing functions are) */
+  runtime?: KoffiLib;
   fn: NativeFn | null;
 }
 
@@ -105,6 +111,8 @@ export class NativeBackend extends JsBufferBackend implements Backend {
    * prepares each once and no size compiles C again.
    */
   readonly symbolicKernels = true;
+  /** attention as one kernel (attention-c.ts) */
+  readonly attentionKernels = true;
   /** a fresh output is a fresh typed array here too (page faults, garbage collection): W4 took 3.9 ms a call against 1.7 ms recycled */
   readonly outputRecycling = JS_OUTPUT_RECYCLING;
   constructor(js: JsBackend = new JsBackend()) {
@@ -151,7 +159,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     // the code is the same for every extent of a split loop ([lo, hi)): the extent is part of the kernel's key
     let k = this.kernels.get(`${extent}|${key}`);
     if (!k) {
-      k = { spec, native: true, key, params: r.params, helpers: r.helpers, extent, work: kernelWork(spec.kernel), viaArray: r.viaArray, fn: compiled.get(key) ?? null };
+      k = { spec, native: true, key, params: r.params, helpers: r.helpers, extent, work: kernelWork(spec.kernel), viaArray: r.viaArray, ...withPrepack(r.prepack), fn: compiled.get(key) ?? null };
       if (k.fn) counters.memoryHits++;
       else this.pending.push(k);
       this.kernels.set(`${extent}|${key}`, k);
@@ -220,7 +228,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     units.forEach((u, ui) => {
       const lib = libs[ui]!;
       u.kernels.forEach((k, i) => {
-        compiled.set(k.key, lib.func(`kiln_k${i}`, 'void', [...(k.viaArray ? ['void **'] : k.params.map(() => 'void *')), 'int64_t', 'int64_t']));
+        compiled.set(k.key, lib.func(`kiln_k${i}`, 'void', signature(k.params.length, k.viaArray, !!k.prepack)));
         libraryOf.set(k.key, built[ui]!.path);
         symbolOf.set(k.key, `kiln_k${i}`);
         runtimeOf.set(built[ui]!.path, rt);
@@ -245,8 +253,24 @@ export class NativeBackend extends JsBufferBackend implements Backend {
     const ptrs: TypedArray[] = new Array(k.params.length);
     for (let i = 0; i < k.params.length; i++) ptrs[i] = (bufs[k.params[i]!.buf] as JsBuffer).data as TypedArray;
     const lo = a.range ? a.range[0] : 0, hi = a.range ? a.range[1] : k.extent;
-    if (k.viaArray) k.fn!(ptrs, lo, hi);
+    if (k.prepack) {
+      const p = k.prepack;
+      const pk = packedB(this.runtimeOf(), p, k.packs!, a.stable?.[p.buf], (bufs[p.buf] as JsBuffer).data as TypedArray);
+      if (k.viaArray) k.fn!(ptrs, lo, hi, pk);
+      else k.fn!(...ptrs, lo, hi, pk);
+    } else if (k.viaArray) k.fn!(ptrs, lo, hi);
     else k.fn!(...ptrs, lo, hi);
+  }
+
+  /** The runtime library (its packing functions), loaded once a program was built. */
+  private runtimeLib: KoffiLib | null = null;
+  private runtimeOf(): KoffiLib {
+    if (!this.runtimeLib) {
+      const cc = findCompiler();
+      if (typeof cc === 'string') throw new NativeUnavailableError(cc);
+      this.runtimeLib = loadLibrary(runtimeLibrary(cc, this.log));
+    }
+    return this.runtimeLib;
   }
 
   describe(spec: KernelSpec): string {
@@ -270,7 +294,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
       const lib = libraryOf.get(key), sym = symbolOf.get(key), runtime = lib && runtimeOf.get(lib);
       if (!lib) return null;
       libs.add(lib);
-      return sym && runtime ? { lib, sym, runtime, params: r.params, viaArray: r.viaArray } : null;
+      return sym && runtime ? { lib, sym, runtime, params: r.params, viaArray: r.viaArray, ...(r.prepack ? { prepack: r.prepack } : {}) } : null;
     });
     for (const rt of runtimes.values()) libs.add(rt);
     return { libs: [...libs], kernels };
@@ -289,7 +313,8 @@ export class NativeBackend extends JsBufferBackend implements Backend {
       const k = ks[i] as ImportedKernel | null;
       if (s.kind !== 'loop' || !k || typeof k.lib !== 'string' || typeof k.sym !== 'string' || typeof k.runtime !== 'string' || !Array.isArray(k.params)) return;
       if (!k.params.every((p) => p && typeof p === 'object' && Number.isInteger(p.buf) && typeof p.dtype === 'string')) return;
-      importedKernels.set(s.kernel, { lib: k.lib, sym: k.sym, runtime: k.runtime, params: k.params, viaArray: !!k.viaArray });
+      if (k.prepack !== undefined && !validPrepack(k.prepack)) return;
+      importedKernels.set(s.kernel, { lib: k.lib, sym: k.sym, runtime: k.runtime, params: k.params, viaArray: !!k.viaArray, ...(k.prepack ? { prepack: k.prepack } : {}) });
       n++;
     });
     return n > 0;
@@ -309,8 +334,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
         // the runtime first: OpenMP's settings and the thread count are set as it loads; a
         // library linked against another runtime (older sources) is not bound: render instead
         if (runtimeLibrary(cc, this.log) !== imp.runtime) throw new Error(`linked against another runtime library (${imp.runtime})`);
-        const sig = [...(imp.viaArray ? ['void **'] : imp.params.map(() => 'void *')), 'int64_t', 'int64_t'];
-        fn = loadLibrary(imp.lib).func(imp.sym, 'void', sig);
+        fn = loadLibrary(imp.lib).func(imp.sym, 'void', signature(imp.params.length, imp.viaArray, !!imp.prepack));
       } catch (e) {
         this.log(`cached library ${imp.lib} did not bind ${imp.sym} (${(e as Error).message.split('\n')[0]}); rendering the kernel again`);
         importedKernels.delete(spec.kernel);
@@ -319,7 +343,7 @@ export class NativeBackend extends JsBufferBackend implements Backend {
       compiled.set(key, fn);
       counters.kernels++;
     } else counters.memoryHits++;
-    const k: NativeKernel = { spec, native: true, key, params: imp.params, helpers: new Map(), extent, work: kernelWork(spec.kernel), viaArray: imp.viaArray, fn };
+    const k: NativeKernel = { spec, native: true, key, params: imp.params, helpers: new Map(), extent, work: kernelWork(spec.kernel), viaArray: imp.viaArray, ...withPrepack(imp.prepack), fn };
     this.kernels.set(`${extent}|${key}`, k);
     return k;
   }
@@ -349,6 +373,21 @@ interface ImportedKernel {
   /** the pointer parameters (program buffers), in order */
   readonly params: readonly Param[];
   readonly viaArray: boolean;
+  readonly prepack?: PrepackB;
+}
+
+/** koffi's parameter types of a kernel: its buffers (or one array of them), lo, hi, and a prepacked B. */
+function signature(buffers: number, viaArray: boolean, prepack: boolean): string[] {
+  return [...(viaArray ? ['void **'] : new Array<string>(buffers).fill('void *')), 'int64_t', 'int64_t', ...(prepack ? ['void *'] : [])];
+}
+
+const withPrepack = (p: PrepackB | undefined) => (p ? { prepack: p, packs: new WeakMap() as PackedOperands } : {});
+
+/** A stored kernel's prepack description is data from disk: every field checked before it reaches a call. */
+function validPrepack(p: unknown): p is PrepackB {
+  const x = p as Record<string, unknown> | null;
+  return !!x && typeof x === 'object' && typeof x.engine === 'string' && /^kiln_mm_f(32|64)_[a-z0-9]+_[a-z0-9]+_[a-z0-9]+$/.test(x.engine)
+    && (x.dtype === 'float32' || x.dtype === 'float64') && ['buf', 'offset', 'sbk', 'sbn', 'k', 'n'].every((f) => Number.isSafeInteger(x[f]) && (x[f] as number) >= 0);
 }
 /** Kernels handed back by importCode, by loop-kernel object (see bindImported). */
 const importedKernels = new WeakMap<object, ImportedKernel>();

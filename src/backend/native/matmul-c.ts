@@ -91,7 +91,7 @@ function transposeFor(elem: 4 | 8, mask: string): string {
 export function engineSignature(e: EngineKey): string {
   const T = e.t === 'f32' ? 'float' : 'double';
   const TC = e.c === 'acc' ? T : STORAGE[e.c];
-  return `void ${engineName(e)}(const ${STORAGE[e.a]} *a, int64_t sam, int64_t sak, const ${STORAGE[e.b]} *b, int64_t sbk, int64_t sbn, ${TC} *c, int64_t scm, int64_t scn, int64_t m, int64_t n, int64_t k, int64_t KC, int64_t MC, int64_t NC, int par, void (*epi)(void *, int64_t, int64_t, int64_t, int64_t), void *ctx)`;
+  return `void ${engineName(e)}(const ${STORAGE[e.a]} *a, int64_t sam, int64_t sak, const ${STORAGE[e.b]} *b, int64_t sbk, int64_t sbn, const ${T} *bp, ${TC} *c, int64_t scm, int64_t scn, int64_t m, int64_t n, int64_t k, int64_t KC, int64_t MC, int64_t NC, int par, void (*epi)(void *, int64_t, int64_t, int64_t, int64_t), void *ctx)`;
 }
 
 /** The engine for one combination of operand types (see the file comment). */
@@ -195,6 +195,14 @@ static void ${name}_packA(${T} *restrict p, const ${TA} *restrict a, int64_t sam
   }
 }
 
+/* B (k x n) as the engine's panels of NR columns over all of k (zero padded): bp of the engine, ${name}_packed_size(n, k) elements */
+${exported ? '' : 'static '}int64_t ${name}_packed_size(int64_t n, int64_t k) { return (n + ${name}_NR - 1) / ${name}_NR * ${name}_NR * (k > 0 ? k : 1); }
+${exported ? '' : 'static '}void ${name}_pack(${T} *p, const ${TB} *b, int64_t sbk, int64_t sbn, int64_t k, int64_t n) {
+  if (k <= 0 || n <= 0) return;
+  #pragma omp parallel for schedule(static) if ((double)n * k >= ${1 << 20})
+  for (int64_t jp = 0; jp < n; jp += ${name}_NR) ${name}_packB(p + jp * k, b + jp * sbn, sbk, sbn, k, n - jp < ${name}_NR ? n - jp : ${name}_NR);
+}
+
 ${exported ? '' : 'static '}${engineSignature(e)} {
   const int64_t NR = ${name}_NR, MR = KILN_MR;
   if (m <= 0 || n <= 0) return;
@@ -231,14 +239,17 @@ ${exported ? '' : 'static '}${engineSignature(e)} {
     const int64_t jLo = nt * in / tn * NR, jHi = nt * (in + 1) / tn * NR < n ? nt * (in + 1) / tn * NR : n;
     int64_t nC = NC < jHi - jLo ? NC : (jHi - jLo + NR - 1) / NR * NR;
     int64_t mC = MC < iHi - iLo ? MC : (iHi - iLo + MR - 1) / MR * MR;
-    ${T} *PB = (${T} *)kiln_scratch(0, (size_t)KC * (nC > 0 ? nC : 1) * sizeof(${T}));
+    /* B prepacked (bp: panels of NR columns over all of k, ${name}_pack) or packed here per (nc, kc) block */
+    ${T} *PB = bp ? 0 : (${T} *)kiln_scratch(0, (size_t)KC * (nC > 0 ? nC : 1) * sizeof(${T}));
     ${T} *PA = (${T} *)kiln_scratch(1, (size_t)KC * (mC > 0 ? mC : 1) * sizeof(${T}));
     for (int64_t j0 = jLo; j0 < jHi; j0 += NC) {
       const int64_t nc = jHi - j0 < NC ? jHi - j0 : NC;
       for (int64_t k0 = 0; k0 < k; k0 += KC) {
         const int64_t kc = k - k0 < KC ? k - k0 : KC;
         const int first = k0 == 0, last = k0 + kc >= k;
-        ${name}_packB(PB, b + k0 * sbk + j0 * sbn, sbk, sbn, kc, nc);
+        if (!bp) ${name}_packB(PB, b + k0 * sbk + j0 * sbn, sbk, sbn, kc, nc);
+        const ${T} *pB = bp ? bp + j0 * k + k0 * NR : PB;
+        const int64_t panel = bp ? k * NR : kc * NR;
         for (int64_t i0 = iLo; i0 < iHi; i0 += MC) {
           const int64_t mc = iHi - i0 < MC ? iHi - i0 : MC;
           ${name}_packA(PA, a + i0 * sam + k0 * sak, sam, sak, mc, kc);
@@ -246,7 +257,7 @@ ${exported ? '' : 'static '}${engineSignature(e)} {
             const int64_t cols = nc - jp < NR ? nc - jp : NR;
             for (int64_t ii = 0; ii < mc; ii += MR) {
               const int64_t rws = mc - ii < MR ? mc - ii : MR;
-              ${name}_micro(kc, PA + ii * kc, PB + jp * kc, c + (i0 + ii) * scm + (j0 + jp) * scn, scm, scn, rws, cols, first);
+              ${name}_micro(kc, PA + ii * kc, pB + jp / NR * panel, c + (i0 + ii) * scm + (j0 + jp) * scn, scm, scn, rws, cols, first);
             }
           }
           if (last && epi) epi(ctx, i0, mc, j0, nc);

@@ -38,6 +38,7 @@ import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStore
 import type { ScalarOp } from '../scalar-expr.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
 import { CSizes } from './sizes-c.js';
+import { renderAttention } from './attention-c.js';
 import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
@@ -51,7 +52,7 @@ interface CVal {
 }
 
 const KIND: Record<DType, Kind> = { float32: 'f32', float64: 'f64', int32: 'i32', bool: 'b' };
-const CTYPE: Record<Kind, string> = { f32: 'float', f64: 'double', i32: 'int32_t', b: 'int', i64: 'int64_t' };
+export const CTYPE: Record<Kind, string> = { f32: 'float', f64: 'double', i32: 'int32_t', b: 'int', i64: 'int64_t' };
 const STORAGE: Record<DType, string> = { float32: 'float', float64: 'double', int32: 'int32_t', bool: 'uint8_t' };
 const isFloatKind = (k: Kind) => k === 'f32' || k === 'f64';
 
@@ -158,6 +159,10 @@ void *kiln_scratch(int slot, size_t bytes) {
   }
   return kiln_tls[slot];
 }
+
+/* prepacked matmul operands (the backend keeps them while their content is unchanged) */
+void *kiln_packed_alloc(int64_t bytes) { return aligned_alloc(64, ((size_t)bytes + 63) & ~(size_t)63); }
+void kiln_packed_free(void *p) { free(p); }
 
 void kiln_set_threads(int n) {
 #ifdef _OPENMP
@@ -354,12 +359,14 @@ function renderCast(x: CVal, dtype: DType): CVal {
 // ---------------------------------------------------------------- emitter
 
 /** The shared emitter, plus C's value kinds and indentation. */
-class CEmitter extends Emitter {
+export class CEmitter extends Emitter {
   readonly tmpKind = new Map<number, Kind>();
   readonly redVal = new Map<number, CVal>();
   accVal: CVal | null = null;
   /** a dynamic kernel's sizes (null: static, every number a literal) */
   sz: CSizes | null = null;
+  /** a matmul whose B may come prepacked (the kernel's last parameter) */
+  prepack: PrepackB | null = null;
   private depth = 1;
   /** A number of the kernel: its literal, or the local holding a size-dependent one. */
   num(v: number, s?: Sym | null): string {
@@ -397,7 +404,7 @@ class CEmitter extends Emitter {
   }
 }
 
-function expr(e: LExpr, em: CEmitter): CVal {
+export function expr(e: LExpr, em: CEmitter): CVal {
   switch (e.k) {
     case 'load': return { s: `b${e.buf}[${em.ptr(e.at)}]`, t: KIND[e.dtype] };
     // a size used as a value (e.g. Welford's n): the int64 local, converted by its context
@@ -416,7 +423,7 @@ function expr(e: LExpr, em: CEmitter): CVal {
   }
 }
 
-function stmts(em: CEmitter, body: readonly Stmt[]): void {
+export function stmts(em: CEmitter, body: readonly Stmt[]): void {
   for (const s of body) {
     const v = expr(s.e, em);
     const t: Kind = v.t ?? 'f64';
@@ -425,11 +432,11 @@ function stmts(em: CEmitter, body: readonly Stmt[]): void {
   }
 }
 
-function stores(em: CEmitter, list: readonly Store[]): void {
+export function stores(em: CEmitter, list: readonly Store[]): void {
   for (const s of list) em.emit(`b${s.buf}[${em.ptr(s.at)}] = ${storeAs(expr(s.value, em), s.dtype)};`);
 }
 
-function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly LExpr[] = []): Affine[] {
+export function affinesOf(body: readonly Stmt[], sts: readonly Store[], extra: readonly LExpr[] = []): Affine[] {
   const out = new Map<string, Affine>();
   const visit = (e: LExpr) => exprLoads(e).forEach((l) => out.set(affKey(l.at), l.at));
   for (const s of body) visit(s.e);
@@ -765,6 +772,13 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
     pre.push(...pem.lines.map((l) => l.replace(/^ {2}/, '')));
   }
   const rawPtr = raw ? `b${raw.buf}` : 'S';
+  // B the same matrix for every batch entry, in the engine's type, static sizes: it may come
+  // prepacked (the backend packs it once while its content stays the same: weights at inference)
+  const bType = t === 'f32' ? 'float32' : 'float64';
+  if (!em.sz && inRuntime(eng) && k.b.base.c.every((c) => c === 0) && eng.b === bType) {
+    em.prepack = { engine: eName, buf: k.b.buf, offset: k.b.base.o, sbk: k.b.sRow, sbn: k.b.sCol, k: k.k, n: k.n, dtype: bType };
+  }
+  const bpArg = em.prepack ? `(const ${T} *)pk` : '0';
   // (a dynamic size's accumulator: the per-thread scratch grows to the largest size seen)
   if (!raw) em.emit(`${T} *S = (${T} *)kiln_scratch(2, (size_t)${em.sz ? em.num(total * k.m * k.n, symProd([...bS, mS, nS])) : Math.max(1, total * k.m * k.n)} * sizeof(${T}));`);
   const bases = [
@@ -779,7 +793,7 @@ function renderMatmul(k: MatmulKernel, em: CEmitter, fname: string, helpers: Map
     }
     const sam = em.num(k.a.sRow, k.a.sRowSym), sak = em.num(k.a.sCol, k.a.sColSym), sbk = em.num(k.b.sRow, k.b.sRowSym), sbn = em.num(k.b.sCol, k.b.sColSym);
     const rI = em.coef(rawAt, iVar);
-    em.emit(`${eName}(b${k.a.buf} + aB + ${r0} * ${sam}, ${sam}, ${sak}, b${k.b.buf} + bB, ${sbk}, ${sbn}, ${rawPtr} + rB + ${r0} * ${rI}, ${rI}, ${em.coef(rawAt, jVar)}, ${rows}, ${em.num(k.n, k.nSym)}, ${em.num(k.k, k.kSym)}, ${tiles.kc}, ${tiles.mc}, ${tiles.nc}, ${par}, ${hasEpi ? `${fname}_epi, &cx` : '0, 0'});`);
+    em.emit(`${eName}(b${k.a.buf} + aB + ${r0} * ${sam}, ${sam}, ${sak}, b${k.b.buf} + bB, ${sbk}, ${sbn}, ${bpArg}, ${rawPtr} + rB + ${r0} * ${rI}, ${rI}, ${em.coef(rawAt, jVar)}, ${rows}, ${em.num(k.n, k.nSym)}, ${em.num(k.k, k.kSym)}, ${tiles.kc}, ${tiles.mc}, ${tiles.nc}, ${par}, ${hasEpi ? `${fname}_epi, &cx` : '0, 0'});`);
   };
   // one call's share: a range of the first batch dim (when it has more than one entry), else of the rows
   const splitBatch = splitsBatch(k);
@@ -826,6 +840,20 @@ export interface RenderedKernel {
   readonly helpers: ReadonlyMap<string, string>;
   /** true: the buffers come as one array of pointers (`void **bp`), not one parameter each */
   readonly viaArray: boolean;
+  /** a matmul that takes its B prepacked: one more parameter after hi, `const void *pk` (null: packed per call) */
+  readonly prepack?: PrepackB;
+}
+
+/** How to pack a matmul kernel's B for its `pk` parameter (the runtime's `<engine>_pack`). */
+export interface PrepackB {
+  readonly engine: string;
+  readonly buf: number;
+  readonly offset: number;
+  readonly sbk: number;
+  readonly sbn: number;
+  readonly k: number;
+  readonly n: number;
+  readonly dtype: 'float32' | 'float64';
 }
 
 /**
@@ -849,6 +877,7 @@ export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   if (k.kind === 'group') k.parts.forEach((p) => renderPointwise(p, em, false));
   else if (k.kind === 'pointwise') renderPointwise(k, em, true);
   else if (k.kind === 'row') renderRow(k, em);
+  else if (k.kind === 'attention') renderAttention(k, em);
   else renderMatmul(k, em, fname, helpers, pre);
   if (em.sz) {
     // launches pass hi < 0 for "the whole extent", which only the kernel knows at these sizes
@@ -857,8 +886,8 @@ export function renderKernelC(k: LoopKernel, fname: string): RenderedKernel {
   }
   const decl = (p: Param) => `${p.written ? '' : 'const '}${STORAGE[p.dtype]} *b${p.buf}`;
   const viaArray = params.length > MAX_DIRECT_BUFFERS;
-  const sig = [...(viaArray ? ['void *const *bp'] : params.map(decl)), 'int64_t lo', 'int64_t hi'].join(', ');
+  const sig = [...(viaArray ? ['void *const *bp'] : params.map(decl)), 'int64_t lo', 'int64_t hi', ...(em.prepack ? ['const void *pk'] : [])].join(', ');
   const unpack = viaArray ? params.map((p, i) => `  ${decl(p)} = (${STORAGE[p.dtype]} *)bp[${i}];\n`).join('') : '';
   const code = `${pre.length ? pre.join('\n') + '\n' : ''}void ${fname}(${sig}) {\n${unpack}${em.lines.join('\n')}\n  (void)lo; (void)hi;\n}\n`;
-  return { code, params, helpers, viaArray };
+  return { code, params, helpers, viaArray, ...(em.prepack ? { prepack: em.prepack } : {}) };
 }

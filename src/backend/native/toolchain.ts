@@ -330,7 +330,8 @@ export function getKoffi(): Koffi | string {
     try {
       koffi = createRequire(import.meta.url)('koffi') as Koffi;
     } catch (e) {
-      koffi = `the koffi package cannot be loaded (${(e as Error).message.split('\n')[0]}); npm install koffi`;
+      // an optional dependency of kilnjs: npm leaves it out with --omit=optional or where it has no binary
+      koffi = `the koffi package cannot be loaded (${(e as Error).message.split('\n')[0]}): it is kilnjs's optional dependency for the native backend; add it with \`npm install koffi\``;
     }
   }
   return koffi;

@@ -27,6 +27,7 @@ interface StoredRendered {
   auxSym?: Sym;
   notes: string[];
   codeBytes: number;
+  prepack?: RenderedKernel['prepack'];
 }
 
 /** A kernel's place in a module: what flush() produced for it, or what importCode restored. */
@@ -64,6 +65,7 @@ export function exportWasmCode(kernels: readonly (LoopKernel | null)[], keyOf: (
     }
     const r: StoredRendered = { name: e.r.name, bufs: [...e.r.bufs], scratchBytes: e.r.scratchBytes, auxBytes: e.r.auxBytes, notes: [...e.r.notes], codeBytes: e.r.codeBytes };
     if (e.r.auxSym !== undefined) r.auxSym = e.r.auxSym;
+    if (e.r.prepack) r.prepack = { ...e.r.prepack };
     return { module: m, r };
   });
   return { format: FORMAT, modules, kernels: out };
@@ -97,7 +99,14 @@ export function importWasmCode(kernels: readonly (LoopKernel | null)[], code: un
 
 function validRendered(r: unknown): r is StoredRendered {
   const x = r as Partial<StoredRendered> | null;
-  return !!x && typeof x.name === 'string' && Array.isArray(x.bufs) && x.bufs.every(Number.isInteger) && typeof x.scratchBytes === 'number' && typeof x.auxBytes === 'number' && Array.isArray(x.notes) && typeof x.codeBytes === 'number';
+  return !!x && typeof x.name === 'string' && Array.isArray(x.bufs) && x.bufs.every(Number.isInteger) && typeof x.scratchBytes === 'number' && typeof x.auxBytes === 'number' && Array.isArray(x.notes) && typeof x.codeBytes === 'number'
+    && (x.prepack === undefined || validPrepack(x.prepack));
+}
+
+/** A stored kernel's prepack description reaches the packing loop: every field checked. */
+function validPrepack(p: unknown): boolean {
+  const x = p as Record<string, unknown> | null;
+  return !!x && typeof x === 'object' && (x.dtype === 'float32' || x.dtype === 'float64') && ['buf', 'offset', 'sbk', 'sbn', 'k', 'n'].every((f) => Number.isSafeInteger(x[f]) && (x[f] as number) >= 0);
 }
 
 /** Forgets a restored entry (its module did not compile): the kernel is rendered instead. */

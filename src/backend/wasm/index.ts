@@ -6,7 +6,7 @@
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
-import type { DType } from '../../core/dtype.js';
+import type { DType, TypedArray } from '../../core/dtype.js';
 import { JsBackend, JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
 import { chunkGrain, threadCount } from '../js/threads.js';
@@ -18,6 +18,8 @@ import { mathImports } from './imports.js';
 import { WasmCompileError, WasmUnavailableError } from './errors.js';
 import { DynamicLaunch } from './dynamic.js';
 import { dropImported, exportWasmCode, importedEntry, importWasmCode, rememberModule } from './code-cache.js';
+import { packedB, type PackedOperands } from './prepack.js';
+import { panelColumns } from './matmul.js';
 
 export { WasmCompileError, WasmUnavailableError } from './errors.js';
 export { renderModule } from './render.js';
@@ -45,6 +47,8 @@ interface WasmKernel extends PreparedKernel {
   aux: number;
   /** dynamic kernels (issue 7): extent, work and aux size evaluated per launch from the sizes */
   readonly dyn: DynamicLaunch | null;
+  /** a matmul's prepacked B per storage (prepack.ts) */
+  readonly packs: PackedOperands;
 }
 
 export interface WasmStats {
@@ -90,6 +94,8 @@ export class WasmBackend extends JsBufferBackend implements Backend {
   readonly name = 'wasm';
   /** dynamic kernels render once and read their sizes at entry (sizes.ts): no per-size compile */
   readonly symbolicKernels = true;
+  /** attention as one kernel (attention.ts) */
+  readonly attentionKernels = true;
   readonly heap: Heap;
   private readonly pending: WasmKernel[] = [];
   private readonly prepared = new Map<string, WasmKernel>();
@@ -132,7 +138,7 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     if (!k) {
       const work = kernelWork(spec.kernel);
       const extent = kernelExtent(spec.kernel);
-      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, grain: chunkGrain(spec.kernel, extent, work, true), compiled: this.compiledKernels.get(key) ?? this.fromCodeCache(key, spec.kernel), aux: 0, dyn: spec.kernel.sizes ? new DynamicLaunch(spec.kernel, spec.kernel.sizes) : null };
+      k = { spec, wasm: true, key, kernel: spec.kernel, extent, parallel: extent > 1 && work >= PARALLEL_WORK, grain: chunkGrain(spec.kernel, extent, work, true), compiled: this.compiledKernels.get(key) ?? this.fromCodeCache(key, spec.kernel), aux: 0, dyn: spec.kernel.sizes ? new DynamicLaunch(spec.kernel, spec.kernel.sizes) : null, packs: new WeakMap() };
       if (k.compiled) counters.kernelHits++;
       else this.pending.push(k);
       this.prepared.set(key, k);
@@ -195,6 +201,10 @@ export class WasmBackend extends JsBufferBackend implements Backend {
     const c = k.compiled!;
     const a = args as Extract<KernelArgs, { kind: 'loop' }>;
     const addrs = c.r.bufs.map((b) => this.heap.adopt(a.buffers[b] as JsBuffer));
+    if (c.r.prepack) {
+      const pre = c.r.prepack;
+      addrs.push(packedB(this.heap, pre, panelColumns(pre.dtype), k.packs, a.stable?.[pre.buf], () => (a.buffers[pre.buf] as JsBuffer).data as TypedArray));
+    }
     if (c.r.scratchBytes) this.ensureScratch(c.r.scratchBytes);
     if (c.r.auxBytes && !k.aux) k.aux = this.heap.alloc(c.r.auxBytes);
     let { extent, parallel, grain } = k;

@@ -179,7 +179,19 @@ function packVec(fb: FuncBuilder, W: number, ls: number, ks: number, kc: number,
 
 const LOAD: Record<DType, number> = { float32: Op.f32Load, float64: Op.f64Load, int32: Op.i32Load, bool: Op.i32Load8U };
 
-export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: number; aux: number }, dtypes: ReadonlyMap<number, DType>, notes: string[]): MatmulInfo {
+/** Columns of a packed B panel of this dtype (the layout `prepackB` and the kernel share). */
+export const panelColumns = (dtype: DType): number => nrOf(dtype === 'float32');
+
+/**
+ * Whether a matmul kernel takes its B prepacked (one more parameter after its buffers, `pk`:
+ * the address of B packed in panels of NR columns over all of k, or 0 to pack per call): B is
+ * one matrix (the same for every batch entry) in the kernel's float type, sizes static.
+ */
+export function prepackable(k: MatmulKernel, dtypes: ReadonlyMap<number, DType>): boolean {
+  return !k.sizes && (k.dtype === 'float32' || k.dtype === 'float64') && (dtypes.get(k.b.buf) ?? k.dtype) === k.dtype && k.b.base.c.every((c) => c === 0) && k.k > 0;
+}
+
+export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: number; aux: number; pk?: number }, dtypes: ReadonlyMap<number, DType>, notes: string[]): MatmulInfo {
   const fb = g.fb;
   const f32 = k.dtype === 'float32';
   // integer matmuls accumulate in f64 (exact below 2^53) in the scratch accumulator, and the
@@ -359,7 +371,8 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
     min(() => fb.i32(KC), () => N(k.k, k.kSym).get(k0).op(Op.i32Sub));
     fb.set(kc);
     fb.get(k0).op(Op.i32Eqz).set(first);
-    // pack B: panels of NR columns, zero-padded
+    // pack B: panels of NR columns, zero-padded (unless it came prepacked)
+    if (p.pk !== undefined) fb.get(p.pk).op(Op.i32Eqz).if();
     fb.i32(0).set(jp);
     fb.block().loop();
     fb.get(jp).get(nc).op(Op.i32GeS).brIf(1);
@@ -400,6 +413,7 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
     if (vecB) fb.end();
     fb.get(jp).i32(NR).op(Op.i32Add).set(jp).br(0);
     fb.end().end();
+    if (p.pk !== undefined) fb.end();
     // row blocks
     fb.i32(0).set(i0);
     fb.block().loop();
@@ -461,8 +475,15 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
     fb.get(kc);
     pa();
     fb.get(ii).get(kc).op(Op.i32Mul).i32(sz).op(Op.i32Mul, Op.i32Add);
+    if (p.pk !== undefined) {
+      // prepacked: column panel (j0 + jp) / NR, its rows from k0 on
+      fb.get(p.pk).if(T.i32);
+      fb.get(p.pk).get(j0).get(jp).op(Op.i32Add).i32(k.k).op(Op.i32Mul).get(k0).i32(NR).op(Op.i32Mul, Op.i32Add).i32(sz).op(Op.i32Mul, Op.i32Add);
+      fb.else();
+    }
     pb();
     fb.get(jp).get(kc).op(Op.i32Mul).i32(sz).op(Op.i32Mul, Op.i32Add);
+    if (p.pk !== undefined) fb.end();
     cAddr(() => fb.get(r0).get(i0).op(Op.i32Add).get(ii).op(Op.i32Add), () => fb.get(j0).get(jp).op(Op.i32Add));
     min(() => fb.i32(MR), () => fb.get(mc).get(ii).op(Op.i32Sub));
     fb.get(cols).get(first).get(p.scratch);
@@ -488,6 +509,6 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
   });
   const one = (x: number, sym?: Sym) => (sym ? symToString(sym) : String(x));
   const [m, n, kk] = [one(k.m, k.mSym), one(k.n, k.nSym), one(k.k, k.kSym)];
-  notes.push(`${k.name}: matmul ${k.batch.length ? `[${k.batch.map((b, i) => one(b, k.batchSym?.[i] ?? undefined)).join(', ')}] x ` : ''}${m}x${kk} @ ${kk}x${n} ${k.dtype}, ${MR}x${NR} ${f32 ? 'f32x4' : 'f64x2'} micro-kernel, blocks kc=${KC} mc=${MC} nc=${NC}${k.tiles ? ' (autotuned)' : ''}${hasEpi ? `, epilogue ${epiVec ? 'f32x4' : 'scalar'}` : ''}${raw ? '' : ', scratch accumulator'}${splitRt ? ', threads split columns when 0 < m <= 512, m < n' : splitN ? ', threads split columns' : ''}`);
+  notes.push(`${k.name}: matmul ${k.batch.length ? `[${k.batch.map((b, i) => one(b, k.batchSym?.[i] ?? undefined)).join(', ')}] x ` : ''}${m}x${kk} @ ${kk}x${n} ${k.dtype}, ${MR}x${NR} ${f32 ? 'f32x4' : 'f64x2'} micro-kernel, blocks kc=${KC} mc=${MC} nc=${NC}${k.tiles ? ' (autotuned)' : ''}${hasEpi ? `, epilogue ${epiVec ? 'f32x4' : 'scalar'}` : ''}${raw ? '' : ', scratch accumulator'}${p.pk !== undefined ? ', B prepacked while its content is unchanged' : ''}${splitRt ? ', threads split columns when 0 < m <= 512, m < n' : splitN ? ', threads split columns' : ''}`);
   return info;
 }

@@ -6,7 +6,8 @@ import { bufferDTypes, printKernel } from '../../compiler/loop-ir.js';
 import { FuncBuilder } from './encoder.js';
 import { Gen } from './gen.js';
 import { renderPointwise, renderRow } from './kernels.js';
-import { renderMatmul } from './matmul.js';
+import { prepackable, renderMatmul } from './matmul.js';
+import { OUT, renderAttention, SCORES } from './attention.js';
 import { ModuleContext } from './module-context.js';
 import { T } from './opcodes.js';
 import { SizeLocals } from './sizes.js';
@@ -26,6 +27,8 @@ export interface RenderedKernel {
   readonly notes: readonly string[];
   /** function body size in bytes */
   codeBytes: number;
+  /** a matmul taking its B prepacked: one more parameter after the buffers (prepack.ts) */
+  readonly prepack?: { readonly buf: number; readonly offset: number; readonly sbk: number; readonly sbn: number; readonly k: number; readonly n: number; readonly dtype: 'float32' | 'float64' };
 }
 
 /** Adds one kernel to the module as an exported function named `name`. */
@@ -34,10 +37,15 @@ export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): Re
   // a dynamic kernel also takes its sizes buffer (float64 s0, s1, ...)
   if (k.sizes) dts.set(k.sizes.buf, 'float64');
   const bufs = [...dts.keys()].sort((a, b) => a - b);
-  const fb = new FuncBuilder(name, { params: [...bufs.map(() => T.i32), T.i32, T.i32, T.i32, T.i32], results: [] }, true);
-  const lo = bufs.length, hi = lo + 1, scratch = lo + 2, aux = lo + 3;
+  const pre = k.kind === 'matmul' && prepackable(k, dts) ? { buf: k.b.buf, offset: k.b.base.o, sbk: k.b.sRow, sbn: k.b.sCol, k: k.k, n: k.n, dtype: k.dtype as 'float32' | 'float64' } : undefined;
+  const np = bufs.length + (pre ? 1 : 0);
+  const fb = new FuncBuilder(name, { params: [...Array.from({ length: np }, () => T.i32), T.i32, T.i32, T.i32, T.i32], results: [] }, true);
+  const lo = np, hi = lo + 1, scratch = lo + 2, aux = lo + 3;
   const base = new Map<number, number>(bufs.map((b, i) => [b, i]));
   base.set(-1, aux);
+  // an attention kernel's row of scores and of output live in the thread's scratch
+  const attOut = k.kind === 'attention' ? fb.local(T.i32) : -1;
+  if (k.kind === 'attention') (base.set(SCORES, scratch), base.set(OUT, attOut));
   const g = new Gen(mc, fb, base);
   if (k.sizes) g.sizes = new SizeLocals(fb, base.get(k.sizes.buf)!, k.sizes);
   const notes: string[] = [];
@@ -47,14 +55,15 @@ export function renderKernel(mc: ModuleContext, k: LoopKernel, name: string): Re
   if (k.kind === 'group') k.parts.forEach((part) => renderPointwise(g, part, p, false, notes));
   else if (k.kind === 'pointwise') renderPointwise(g, k, p, true, notes);
   else if (k.kind === 'row') renderRow(g, k, p, notes);
-  else ({ scratchBytes, auxBytes, auxSym } = renderMatmul(g, k, p, dts, notes));
+  else if (k.kind === 'attention') scratchBytes = renderAttention(g, k, { ...p, out: attOut }, notes);
+  else ({ scratchBytes, auxBytes, auxSym } = renderMatmul(g, k, pre ? { ...p, pk: bufs.length } : p, dts, notes));
   // the sizes and their products are read first (the body told which it needs)
   if (g.sizes) {
     g.sizes.prependPrelude();
     notes.push(`${k.name}: dynamic, sizes ${Array.from({ length: k.sizes!.count }, (_, i) => `s${i}`).join(', ')} read at entry from buf${k.sizes!.buf}`);
   }
   mc.mod.func(fb);
-  return { name, bufs, scratchBytes, auxBytes, auxSym, notes, codeBytes: fb.code.length };
+  return { name, bufs, scratchBytes, auxBytes, auxSym, notes, codeBytes: fb.code.length, ...(pre ? { prepack: pre } : {}) };
 }
 
 /** A module of kernels: its bytes and each kernel's calling convention. */
@@ -67,6 +76,6 @@ export function renderModule(kernels: readonly LoopKernel[], shared: boolean): {
 /** Readable text of a kernel's wasm (KILN_LOGS=output_code): how its loops were rendered, sizes, the loop IR. */
 export function describeKernel(k: LoopKernel, shared: boolean): string {
   const { bytes, kernels: [r] } = renderModule([k], shared);
-  return [`;; wasm kernel ${k.name}: function ${r!.codeBytes} bytes (module ${bytes.length} bytes), params (${r!.bufs.map((b) => `buf${b}`).join(', ')}, lo, hi, scratch, aux)`,
+  return [`;; wasm kernel ${k.name}: function ${r!.codeBytes} bytes (module ${bytes.length} bytes), params (${r!.bufs.map((b) => `buf${b}`).join(', ')}${r!.prepack ? ', pk' : ''}, lo, hi, scratch, aux)`,
     ...r!.notes.map((n) => `;;   ${n}`), ...printKernel(k).split('\n').map((l) => `;; ${l}`)].join('\n');
 }

@@ -22,8 +22,6 @@
 // (kiln.explain, KILN_LOGS=fusion), updated in place when the measurement lands, and logged
 // under `perf`.
 
-/// <reference types="@webgpu/types" />
-
 import type { DType } from '../../core/dtype.js';
 import type { MatmulKernel } from '../../compiler/loop-ir.js';
 import type { FusionDecision, Lowered } from '../../compiler/lower.js';

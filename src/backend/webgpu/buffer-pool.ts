@@ -3,8 +3,6 @@
 // it, so a training loop stops creating buffers after its first step. The pool holds at most
 // `capBytes`; beyond that freed buffers are destroyed.
 
-/// <reference types="@webgpu/types" />
-
 export const STORAGE_USAGE = 128 | 8 | 4; // STORAGE | COPY_DST | COPY_SRC (numeric: no globals needed)
 
 export function bucketBytes(bytes: number): number {

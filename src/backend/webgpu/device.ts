@@ -4,8 +4,6 @@
 // and the optional features kiln uses where the adapter has them ('timestamp-query',
 // 'subgroups', 'shader-f16'; the backend turns subgroup reductions on when the device has the feature).
 
-/// <reference types="@webgpu/types" />
-
 import { WebGpuBackend } from './index.js';
 import { WebGpuUnavailableError } from './errors.js';
 import { checkEnum } from '../../core/enum-arg.js';
@@ -13,7 +11,7 @@ import { checkEnum } from '../../core/enum-arg.js';
 export interface WebGpuOptions {
   /** the GPU object (default: navigator.gpu) */
   readonly gpu?: GPU;
-  readonly powerPreference?: GPUPowerPreference;
+  readonly powerPreference?: 'low-power' | 'high-performance';
   /** 'compatibility' for OpenGL-class adapters (Dawn on Mesa llvmpipe, the software path) */
   readonly featureLevel?: 'core' | 'compatibility';
 }

@@ -12,8 +12,6 @@
 // Errors the device reports later (validation, out of memory, a shader compile error, a lost
 // device) are kept and thrown by the next call, and reject pending reads: never swallowed.
 
-/// <reference types="@webgpu/types" />
-
 import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording, RecordStep } from '../backend.js';
 import type { KernelArgs, KernelSpec, RandomDist } from '../kernel-spec.js';
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
@@ -103,6 +101,7 @@ export class WebGpuBackend implements Backend {
    * on the host and to report a value read while tracing as an asynchronous graph break.
    */
   readonly syncReads = false;
+  readonly float64 = false;
   syncReadError(message: string, op: string, hint: string): Error {
     return new WebGpuSyncReadError(message, op, hint);
   }
@@ -604,6 +603,11 @@ export class WebGpuBackend implements Backend {
   autotune(compiled?: AutotuneTarget, args: readonly unknown[] = [], opts: AutotuneOptions = {}): Promise<AutotuneReport> {
     this.check();
     return this.tuner.run(compiled, args, opts);
+  }
+
+  /** kiln.profile: the dispatches made from now on (while profile() runs) carry `mark` */
+  profileMark(mark: unknown): void {
+    if (this.profiler) this.profiler.mark = mark;
   }
 
   /** Whether profile() can run here (the device has 'timestamp-query'). */

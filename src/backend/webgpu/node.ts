@@ -4,8 +4,6 @@
 // scripts/lavapipe.sh, works when VK_ICD_FILENAMES points at it); the OpenGL backend on Mesa
 // llvmpipe in compatibility mode works, so it is the fallback.
 
-/// <reference types="@webgpu/types" />
-
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

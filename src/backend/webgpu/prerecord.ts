@@ -25,8 +25,6 @@
 // write that submits what is recorded before it) and custom ops (user code), the step runs
 // its eager kernels on every call, in order; `summary` says which and why.
 
-/// <reference types="@webgpu/types" />
-
 import type { BackendBuffer } from '../backend.js';
 import type { ProgramRecording, RecordStep } from '../backend.js';
 import { aliases, type Compiled, type GpuKernel, type Pipeline, type WebGpuBackend, type WebGpuBuffer } from './index.js';

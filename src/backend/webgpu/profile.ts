@@ -9,8 +9,6 @@
 // replacing `sync()`-timed totals.
 // Without the feature, profile() throws WebGpuUnsupportedError (see index.ts).
 
-/// <reference types="@webgpu/types" />
-
 import { TimestampPairs } from './timestamps.js';
 
 /** dispatches per query set (2 timestamps each; WebGPU allows 4096 queries per set) */
@@ -22,6 +20,8 @@ export interface ProfiledDispatch {
   readonly grid: readonly [number, number, number];
   /** GPU time between the pass's begin and end timestamps */
   readonly ns: number;
+  /** what kiln.profile marked when the dispatch was made (the step or eager op it belongs to; `profileMark`) */
+  readonly mark?: unknown;
 }
 
 export interface GpuProfile {
@@ -40,6 +40,7 @@ interface Chunk {
   readonly stamps: TimestampPairs;
   readonly names: string[];
   readonly grids: (readonly [number, number, number])[];
+  readonly marks: unknown[];
 }
 
 /** @internal state of one profile() call */
@@ -47,6 +48,8 @@ export class Profiler {
   private readonly chunks: Chunk[] = [];
   /** the chunk taking pairs, not resolved yet */
   private open: Chunk | null = null;
+  /** set by kiln.profile (WebGpuBackend.profileMark): recorded with each dispatch */
+  mark: unknown = null;
   constructor(private readonly device: GPUDevice) {}
 
   /** The pass descriptor for the next dispatch (its own pass, timestamps at its begin and end). */
@@ -54,11 +57,12 @@ export class Profiler {
     if (this.open?.stamps.full) this.beforeSubmit(encoder);
     let c = this.open;
     if (!c) {
-      c = this.open = { stamps: new TimestampPairs(this.device, PER_SET), names: [], grids: [] };
+      c = this.open = { stamps: new TimestampPairs(this.device, PER_SET), names: [], grids: [], marks: [] };
       this.chunks.push(c);
     }
     c.names.push(kernel);
     c.grids.push(grid);
+    c.marks.push(this.mark);
     return c.stamps.pass();
   }
 
@@ -72,7 +76,7 @@ export class Profiler {
     const dispatches: ProfiledDispatch[] = [];
     for (const c of this.chunks) {
       const ns = await c.stamps.durations();
-      c.names.forEach((kernel, i) => dispatches.push({ kernel, grid: c.grids[i]!, ns: ns[i] ?? NaN }));
+      c.names.forEach((kernel, i) => dispatches.push({ kernel, grid: c.grids[i]!, ns: ns[i] ?? NaN, ...(c.marks[i] !== null ? { mark: c.marks[i] } : {}) }));
     }
     const totalNs = dispatches.reduce((a, d) => a + (Number.isFinite(d.ns) ? d.ns : 0), 0);
     const per = new Map<string, { kernel: string; count: number; ns: number }>();

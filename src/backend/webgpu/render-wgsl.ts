@@ -18,5 +18,7 @@ export function renderWgsl(k: LoopKernel, alias: AliasMap = new Map()): WgslKern
     case 'pointwise': return [renderPointwise(k, alias)];
     case 'row': return [renderRow(k, alias)];
     case 'matmul': return [renderMatmul(k, alias)];
+    // WebGPU does not declare Backend.attentionKernels: programs keep the three kernels
+    case 'attention': throw new Error('kiln internal: the WGSL renderer does not render attention kernels');
   }
 }

@@ -5,8 +5,6 @@
 // 'timestamp-query' (llvmpipe), `timePass` measures the wall clock from the submit to
 // `queue.onSubmittedWorkDone()` instead.
 
-/// <reference types="@webgpu/types" />
-
 const QUERY_RESOLVE = 0x200, COPY_SRC = 4, COPY_DST = 8, MAP_READ = 1;
 
 /** Whether the device writes GPU timestamps (device.ts requests the feature where offered). */

@@ -1,4 +1,4 @@
-// `kiln cache save <file>` / `kiln cache load <file>`: a whole cache folder (compile entries
+// `kilnjs cache save <file>` / `kilnjs cache load <file>`: a whole cache folder (compile entries
 // and the native backend's libraries) as one checksummed file, to move between machines
 // (e.g. build once in CI, ship with the image). Loading checks the kiln version and platform
 // first and says what differs; entries already present are kept; every file is written under a
@@ -47,26 +47,26 @@ export function loadCache(file: string, root = cacheRoot()): { added: number; ke
   try {
     buf = readFileSync(file);
   } catch (e) {
-    throw new ArtifactError(`cannot read ${file}: ${(e as Error).message}`, 'kiln cache load');
+    throw new ArtifactError(`cannot read ${file}: ${(e as Error).message}`, 'kilnjs cache load');
   }
   const header = (() => {
     try {
       return readHeader(buf).header;
     } catch (e) {
-      throw new ArtifactError(`${file} is not a kiln cache bundle (${(e as Error).message})`, 'kiln cache load', 'make one with kiln cache save <file>');
+      throw new ArtifactError(`${file} is not a kiln cache bundle (${(e as Error).message})`, 'kilnjs cache load', 'make one with kilnjs cache save <file>');
     }
   })();
   const env = header.env as BuildEnvironment | undefined;
   const here = buildEnvironment(!!env?.native);
-  if (header.kind !== 'bundle' || !env) throw new ArtifactError(`${file} is a ${String(header.kind)} file, not a cache bundle`, 'kiln cache load');
+  if (header.kind !== 'bundle' || !env) throw new ArtifactError(`${file} is a ${String(header.kind)} file, not a cache bundle`, 'kilnjs cache load');
   if (env.kiln !== here.kiln || env.platform !== here.platform) {
-    throw new ArtifactError(`cache built by ${describeEnvironment(env)}, this is ${describeEnvironment(here)}`, 'kiln cache load', 'save the cache on a machine with the same kiln version and platform');
+    throw new ArtifactError(`cache built by ${describeEnvironment(env)}, this is ${describeEnvironment(here)}`, 'kilnjs cache load', 'save the cache on a machine with the same kiln version and platform');
   }
   let decoded: ReturnType<typeof decodeContainer>;
   try {
     decoded = decodeContainer(buf);
   } catch (e) {
-    throw new ArtifactError(`${file} is corrupt (${(e as Error).message})`, 'kiln cache load', 'copy or save it again');
+    throw new ArtifactError(`${file} is corrupt (${(e as Error).message})`, 'kilnjs cache load', 'copy or save it again');
   }
   const meta = decoded.payload.meta as BundleMeta;
   let added = 0, kept = 0;
@@ -87,10 +87,10 @@ export function loadCache(file: string, root = cacheRoot()): { added: number; ke
   return { added, kept, env: describeEnvironment(env) };
 }
 
-/** `kiln cache save|load|dir|clear` (bin/kiln.ts). */
+/** `kilnjs cache save|load|dir|clear` (src/cli.ts). */
 export function cacheCli(argv: readonly string[]): number {
   const [cmd, file] = argv;
-  const usage = 'usage: kiln cache save <file> | kiln cache load <file> | kiln cache dir';
+  const usage = 'usage: kilnjs cache save <file> | kilnjs cache load <file> | kilnjs cache dir';
   try {
     if (cmd === 'save' && file) {
       const r = saveCache(file);

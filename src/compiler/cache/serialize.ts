@@ -159,6 +159,7 @@ export interface StoredLowered {
   inputBuffers: number[];
   outputs: unknown;
   decisions: unknown;
+  nodeOps?: string[];
 }
 
 const noCaptures: NameOf = () => null;
@@ -175,6 +176,7 @@ export function encodeLowered(l: Lowered, blobs: Blobs): StoredLowered {
     inputBuffers: [...l.inputBuffers],
     outputs: encodeValue(l.outputs, blobs),
     decisions: encodeValue(l.decisions, blobs),
+    nodeOps: l.nodeOps ? [...l.nodeOps] : undefined,
   };
 }
 
@@ -188,5 +190,6 @@ export function decodeLowered(s: StoredLowered, blobs: readonly Uint8Array[]): L
     inputBuffers: [...s.inputBuffers],
     outputs: decodeValue(s.outputs, blobs) as Lowered['outputs'],
     decisions: decodeValue(s.decisions, blobs) as Lowered['decisions'],
+    nodeOps: Array.isArray(s.nodeOps) && s.nodeOps.every((x) => typeof x === 'string') ? s.nodeOps : undefined,
   };
 }

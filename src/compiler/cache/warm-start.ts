@@ -30,6 +30,7 @@ interface ModuleLike {
   namedParameters?(): [string, Tensor][];
   namedBuffers?(): [string, Tensor][];
   namedModules?(): [string, ModuleLike][];
+  readonly hooksVersion?: number;
   constructor: { name: string };
 }
 
@@ -118,6 +119,8 @@ function warmKey(store: CacheStore, ctx: WarmContext, args: readonly unknown[], 
   const m = ctx.module;
   if (m) {
     const mods: [string, ModuleLike][] = m.namedModules ? m.namedModules() : [['', m]];
+    // a forward hook is a closure of this process: its effect on the graph cannot be keyed
+    if (mods.some(([, sub]) => (sub.hooksVersion ?? 0) > 0)) return null;
     for (const [path, sub] of mods) parts.push(`module ${path} ${sub.constructor.name} ${sub.training} ${moduleConfig(sub)}\n${classSources(sub)}`);
   } else {
     parts.push(Function.prototype.toString.call(ctx.fn));

@@ -1,6 +1,6 @@
-// Freeing what an advisor workload's training setup made, shared by the examples' workloads.
+// Freeing what a training workload's setup made, shared by the advisor's example workloads.
 
-import * as kiln from 'kilnjs';
+import * as kiln from '../../../index.js';
 
 /** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
 export function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {

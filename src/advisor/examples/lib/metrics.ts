@@ -1,4 +1,4 @@
-// Evaluation metrics shared by the examples.
+// Evaluation metrics of the example workloads (and examples/).
 
 /**
  * Exact ROC AUC: the probability that a random positive scores above a random negative
