@@ -42,6 +42,19 @@ test('module modes: EmbeddingBag mode, Conv2d padding', () => {
   rejects(() => new kiln.nn.Conv2d(1, 1, 3, { padding: 'full' as never }), 'Conv2d', ['valid', 'same']);
 });
 
+test('convolution padding, interpolate and Upsample mode, RNN nonlinearity, OneCycleLR annealStrategy', () => {
+  const x3 = kiln.randn([1, 2, 6]), x4 = kiln.randn([1, 2, 5, 5]);
+  rejects(() => kiln.conv1d(x3, kiln.randn([3, 2, 3]), null, { padding: 'full' as never }), 'conv1d', ['same', 'valid']);
+  rejects(() => kiln.conv2d(x4, kiln.randn([3, 2, 3, 3]), null, { padding: 'Same' as never }), 'conv2d', ['same', 'valid']);
+  rejects(() => new kiln.nn.Conv1d(2, 3, 3, { padding: 'full' as never }), 'Conv1d', ['same', 'valid']);
+  const modes = ['nearest', 'nearest-exact', 'linear', 'bilinear', 'area'];
+  rejects(() => kiln.interpolate(x4, { size: 3, mode: 'bicubic' as never }), 'interpolate', modes);
+  rejects(() => new kiln.nn.Upsample({ scaleFactor: 2, mode: 'cubic' as never }), 'Upsample', modes);
+  rejects(() => new kiln.nn.RNN(2, 3, { nonlinearity: 'sigmoid' as never }), 'RNN', ['tanh', 'relu']);
+  const opt = new kiln.optim.SGD([kiln.nn.Parameter(kiln.zeros([1]))], { lr: 0.1, momentum: 0.9 });
+  rejects(() => new kiln.optim.OneCycleLR(opt, 0.1, { totalSteps: 10, annealStrategy: 'cosine' as never }), 'OneCycleLR', ['cos', 'linear']);
+});
+
 test('init: nonlinearity names and kaiming mode', () => {
   const w = kiln.zeros([3, 4]);
   rejects(() => kiln.nn.init.calculateGain('gelu' as never), 'calculateGain', ['linear', 'relu', 'leaky_relu', 'selu']);

@@ -21,7 +21,7 @@ function raised(fn: () => unknown, cls: new (...a: never[]) => kiln.KilnError, o
   assert.fail(`expected ${cls.name} from ${op}`);
 }
 
-test('errors name the op the user called: crossEntropy, embedding, zeros, oneHot, softmax, methods, nn modules', () => {
+test('errors name the op the user called: crossEntropy, embedding, zeros, oneHot, softmax, conv1d, convTranspose2d, methods, nn modules', () => {
   const logits = kiln.randn([4, 3]);
   raised(() => kiln.crossEntropy(logits, kiln.tensor([0, 5, 1, 2])), kiln.IndexError, 'crossEntropy', 'gather');
   raised(() => kiln.nn.functional.crossEntropy(logits, kiln.tensor([0, 1, 2, 1]), { weight: kiln.ones([2]) }), kiln.IndexError, 'crossEntropy', 'indexSelect');
@@ -33,6 +33,8 @@ test('errors name the op the user called: crossEntropy, embedding, zeros, oneHot
   raised(() => logits.softmax(2), kiln.IndexError, 'softmax');
   raised(() => kiln.layerNorm(logits, [4]), kiln.ShapeError, 'layerNorm');
   raised(() => logits.maskedFill(kiln.ones([5], { dtype: 'bool' }), 0), kiln.ShapeError, 'maskedFill', 'where');
+  raised(() => kiln.conv1d(kiln.randn([1, 2, 5]), kiln.randn([3, 2, 2]), kiln.randn([4])), kiln.ShapeError, 'conv1d', 'reshape');
+  raised(() => kiln.convTranspose2d(kiln.randn([1, 2, 4, 4]), kiln.randn([2, 3, 3, 3]), kiln.randn([4])), kiln.ShapeError, 'convTranspose2d', 'reshape');
   // a primitive called directly names itself, with nothing in parentheses
   raised(() => kiln.add(kiln.zeros([2]), kiln.zeros([3])), kiln.ShapeError, 'add');
   // errors of backward's gradients name backward
