@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import * as kiln from 'kilnjs';
 import {
-  advise, main, speedupInterval, breakEven, buildReport, checklist, compiledIsFaster, decide, loadExample, measure, parseProcessLifetime, project, renderHtml,
+  advise, main, speedupInterval, breakEven, buildReport, checklist, compiledIsFaster, decide, formatSummary, loadExample, measure, parseProcessLifetime, project, renderHtml,
   validateJsonSchema, verdictInput, withWarmCache, WorkloadError, type AdvisorReport, type BreakEven, type CacheFacts, type Io, type JsonSchema, type Usage, type VerdictInput, type Workload,
 } from '../src/advisor/index.js';
 import { recommendPolicy, type PolicyRun } from '../src/advisor/shape-policies.js';
@@ -180,7 +180,7 @@ test('--fail-if-slower: compiledIsFaster reads the primary backend', () => {
 const be = (o: Partial<BreakEven> = {}): BreakEven => ({ warmupCalls: 2, eagerWarmupMs: 30, compiledWarmupMs: 230, extraWarmupMs: 200, perCallSavingMs: 2, calls: 102, ...o });
 function vin(o: Partial<VerdictInput> = {}): VerdictInput {
   return {
-    kind: 'inference', eagerMedianMs: 6, compiledMedianMs: 4, speedup: 1.5, breakEven: be(), firstCallExtraMs: 150, compileTimeMs: 120, graphBreaks: [],
+    kind: 'inference', backend: 'js', eagerMedianMs: 6, compiledMedianMs: 4, speedup: 1.5, breakEven: be(), firstCallExtraMs: 150, compileTimeMs: 120, graphBreaks: [],
     accuracy: { ok: true, compared: 'outputs', maxRelErr: 1e-7, tolerance: 1e-3, paramsMaxRelErr: null, paramTolerance: 1e-3 },
     replays: 100, eagerFallbacks: 0, fallbackReasons: [], fusionFallbacks: 0, recompileReasons: [], productionShapes: null, ...o,
   };
@@ -321,7 +321,7 @@ test('the warm persistent cache: break-even, projection basis, and the verdict w
 test('shape policies: the recommendation is the fastest steady time, or fewer compiles within 5% of it; refusals are named', () => {
   const run = (policy: PolicyRun['policy'], o: Partial<PolicyRun> = {}): PolicyRun => ({
     policy, options: '{}', status: 'ok', reason: null, compiles: 1, traces: 1, recompiles: 0, dynamicCompiles: [], dynamicFailures: [], eagerFallbacks: 0, compileTimeMs: 100,
-    firstPassMs: 300, perShapeMs: [1, 2], steadyMs: 1.5, vsStatic: 1, speedup: 2, maxRelErr: 0, buckets: [], ...o,
+    firstPassMs: 300, firstCallMs: 200, perShapeMs: [1, 2], steadyMs: 1.5, vsStatic: 1, speedup: 2, maxRelErr: 0, buckets: [], ...o,
   });
   const eager = run('eager', { steadyMs: 3, speedup: 1 });
   const r1 = recommendPolicy([eager, run('static', { compiles: 3 }), run('automatic dynamic', { compiles: 2, steadyMs: 1.545, vsStatic: 1.03, dynamicCompiles: [['s0 = arg x dim 0 (automatic dynamic)']] }), run('buckets', { status: 'refused', reason: 'a gradient would include padded rows' })], { shapes: 3, tolerance: 1e-3 });
@@ -469,6 +469,59 @@ test('declared shapes: a dynamic-shape section with compiles per policy, buckets
   const html = renderHtml(rep);
   assert.match(html, /<table id="dynamic-shapes">/);
   assert.match(html, /32 &larr; 24, 32/);
+  dynamicMeasurement = meas;
+});
+
+let dynamicMeasurement: Awaited<ReturnType<typeof measure>> | null = null;
+
+test('every figure of the verdict comes from the backend and shape policy it recommends, which it names with the code to adopt', () => {
+  assert.ok(dynamicMeasurement, 'needs the declared-shapes measurement');
+  const meas = structuredClone(dynamicMeasurement);
+  // two backends: js as measured, and a "native" one twice as fast at one shape; the shape
+  // policies ran on the fastest (measure() runs them on meas.primaryBackend)
+  const js = meas.backends[0]!;
+  const native = { ...structuredClone(js), backend: 'native', compiled: { ...js.compiled, medianMs: js.compiled.medianMs / 2 } };
+  meas.backends = [js, native];
+  meas.primaryBackend = 'native';
+  const d = meas.dynamicShapes!;
+  d.backend = 'native';
+  d.recommended = 'buckets';
+  const rec = d.policies.find((p) => p.policy === 'buckets')!, eager = d.policies.find((p) => p.policy === 'eager')!;
+  // stream figures unlike any single-shape figure
+  Object.assign(eager, { steadyMs: 10, firstPassMs: 40, firstCallMs: 12 });
+  Object.assign(rec, { steadyMs: 4, firstPassMs: 240, firstCallMs: 150, speedup: 2.5, compileTimeMs: 180 });
+  const u = usage({ monthlyComputeCostUsd: 20_000 });
+  const rep = buildReport(meas, u);
+  assert.deepEqual(validateJsonSchema(schema, rep), []);
+  assert.equal(rep.primaryBackend, 'native');
+  assert.equal(rep.verdict.backend, 'native');
+  assert.equal(rep.verdict.policy, 'buckets');
+  assert.match(rep.verdict.basis, /backend native, shape policy buckets over the 4 production shapes/);
+  // the projection is the policy's stream on native: eager 10 ms, compiled 4 ms per call, the first pass as warm-up
+  const j = rep.projection;
+  assert.equal(j.eagerHoursPerMonth, (j.callsPerMonth * 10) / 3_600_000);
+  assert.equal(j.extraWarmupMsPerStart, 200);
+  assert.equal(j.warmupBasis, 'cold', 'the warm restart was measured at one shape: not charged to the stream');
+  assert.ok(Math.abs(j.compiledHoursPerMonth - ((j.callsPerMonth * 4) / 3_600_000 + j.warmupHoursPerMonth)) < 1e-9);
+  assert.equal(rep.verdict.verdict, 'compile with dynamic shapes or buckets');
+  assert.match(rep.verdict.reasons.join('\n'), /compiled \(native\) 4\.00 ms vs eager 10\.00 ms per call \(mean over the 4 production shapes, policy buckets\): 2\.50x/);
+  assert.equal(rep.verdict.code, [
+    "import * as kiln from 'kilnjs';",
+    "import 'kilnjs/node'; // registers the native backend",
+    "const compiled = kiln.compile(fn, { backend: 'native', buckets: { arg: 0, dim: 0, sizes: 'pow2' } });",
+    'await compiled.warmup([[...exampleArgs]]); // at process start, before serving',
+  ].join('\n'));
+  const text = formatSummary(rep);
+  assert.match(text, /figures from: backend native, shape policy buckets/);
+  assert.match(text, /adopt it:\n\s+import \* as kiln from 'kilnjs';/);
+  assert.match(renderHtml(rep), /<pre id="adopt"><code>import \* as kiln/);
+  // a verdict that does not compile shows no code
+  assert.equal(verdictFor(vin({ speedup: 0.9, compiledMedianMs: 6.6, breakEven: be({ perCallSavingMs: -0.6, calls: null }) }), usage()).code, null);
+});
+
+test('measure runs the shape policies on the backend the verdict recommends', () => {
+  assert.ok(dynamicMeasurement);
+  assert.equal(dynamicMeasurement.dynamicShapes!.backend, dynamicMeasurement.primaryBackend);
 });
 
 // ---------------------------------------------------------------- loading workloads, the CLI
@@ -505,6 +558,18 @@ test('the CLI (src/cli.ts; the built bin: test/package.test.ts): exit statuses f
   assert.equal(await main(['frobnicate'], io), 2);
   assert.equal(await main(['advise', './no/such/workload.ts'], io), 1);
   assert.match(err.join('\n'), /workload module not found/);
+});
+
+test('--shapes is checked before anything is measured: garbage, and shapes that do not fit the workload', async () => {
+  const err: string[] = [];
+  const io: Io = { out: () => {}, err: (s) => err.push(s) };
+  assert.equal(await main(['advise', '--example', 'mlp', '--shapes', 'garbage'], io), 2);
+  assert.match(err.join('\n'), /--shapes: shape 'garbage' in 'garbage': expected name\[d0,d1,\.\.\.\]/);
+  err.length = 0;
+  // mlp's input is x[N, 2]: a rank-3 shape does not fit; reported before the first call is timed
+  assert.equal(await main(['advise', '--example', 'mlp', '--shapes', 'x[8,2];x[4,2,2]', '--no-html'], io), 2);
+  assert.match(err.join('\n'), /--shapes: the shape list does not fit the workload's inputs .*argument 0 has rank 3/);
+  assert.doesNotMatch(err.join('\n'), /call 1|warm-up/, 'nothing was measured');
 });
 
 test('advise quietly with --no-html writes only what it is asked to', async () => {

@@ -65,6 +65,7 @@ for (const b of BACKENDS) {
     assert.equal(warm.stats.cache.misses, 0);
     assert.equal(warm.stats.cacheMisses, 0, 'no call traced');
     assert.equal(warm.stats.interpretedReplays, 0);
+    assert.equal(warm.stats.aotCompiles, 1, 'the warm start is the compiled pair');
     assert.deepEqual(warm.out, cold.out, 'the same gradients');
   });
 

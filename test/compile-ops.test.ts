@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { OP_TABLE } from './op-table.js';
-import { READS_DATA, checkCompiledCase } from './helpers/compiled-op-case.js';
+import { READS_DATA, checkCompiledCase, checkEdgeCase, edgeCases, opTableFailures } from './helpers/compiled-op-case.js';
 
 for (const c of OP_TABLE) {
   test(`compiled ${c.name}`, () => {
@@ -14,3 +14,9 @@ for (const c of OP_TABLE) {
     if (!READS_DATA.test(c.name)) assert.equal(kiln.stats().graphBreaks.length, 0, 'no graph breaks');
   });
 }
+
+test('compiled pointwise cases on edge values (0, -0, subnormals, ±inf, NaN, ±3e38) equal eager', () => {
+  const cases = edgeCases();
+  assert.ok(cases.length > 40, `${cases.length} pointwise functions`);
+  assert.deepEqual(opTableFailures((c) => (cases.includes(c) ? checkEdgeCase(c, {}) : undefined)), []);
+});

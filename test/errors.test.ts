@@ -8,8 +8,11 @@ import type { Tensor } from './op-table.js';
 
 type ErrorClass = new (...args: never[]) => kiln.KilnError;
 
-/** Asserts fn throws `cls` for `op`, with every fragment in its message. */
-function throwsKiln(fn: () => unknown, cls: ErrorClass, op: string, fragments: readonly string[] = []): kiln.KilnError {
+/**
+ * Asserts fn throws `cls` naming `op` (the op the user called), with every fragment in its
+ * message; `primitive`: the inner op that raised it, named in parentheses.
+ */
+function throwsKiln(fn: () => unknown, cls: ErrorClass, op: string, fragments: readonly string[] = [], primitive?: string): kiln.KilnError {
   let caught: unknown;
   try {
     fn();
@@ -24,6 +27,8 @@ function throwsKiln(fn: () => unknown, cls: ErrorClass, op: string, fragments: r
   assert.equal(e.op, op, `error op: ${e.message}`);
   assert.ok(e.message.startsWith(`${op}: `), `message does not start with the op name '${op}': ${e.message}`);
   for (const f of fragments) assert.ok(e.message.includes(f), `message lacks '${f}': ${e.message}`);
+  assert.equal(e.primitive, primitive, `error primitive: ${e.message}`);
+  if (primitive) assert.ok(e.message.includes(`(in ${primitive})`), `message does not name the primitive ${primitive}: ${e.message}`);
   return e;
 }
 
@@ -82,7 +87,7 @@ test('IndexError: gather / indexSelect / scatterAdd / embedding with out-of-boun
     throwsKiln(() => kiln.gather(x, 0, kiln.tensor([[0, -1]])), kiln.IndexError, 'gather', ['index -1', '[3, 5]', '[1, 2]']);
     throwsKiln(() => kiln.indexSelect(x, 0, kiln.tensor([0, 3])), kiln.IndexError, 'indexSelect', ['index 3', '[3, 5]', '[2]']);
     throwsKiln(() => kiln.scatterAdd(x, 1, kiln.tensor([[5]]), kiln.ones([1, 1])), kiln.IndexError, 'scatterAdd', ['index 5', '[3, 5]', '[1, 1]']);
-    throwsKiln(() => kiln.embedding(kiln.tensor([1, 9]), x), kiln.IndexError, 'indexSelect', ['index 9', '[3, 5]']);
+    throwsKiln(() => kiln.embedding(kiln.tensor([1, 9]), x), kiln.IndexError, 'embedding', ['index 9', '[3, 5]'], 'indexSelect');
   });
 });
 
@@ -93,7 +98,7 @@ test('DTypeError: gather with a float index, embedding with float indices, name 
     throwsKiln(() => kiln.indexSelect(x, 0, kiln.tensor([0.5, 1])), kiln.DTypeError, 'indexSelect', ['float32']);
     throwsKiln(() => kiln.embedding(kiln.tensor([0.0, 1.5]), x), kiln.DTypeError, 'embedding', ['float32']);
     throwsKiln(() => kiln.crossEntropy(x, kiln.zeros([3])), kiln.DTypeError, 'crossEntropy', ['float32', 'int32']);
-    throwsKiln(() => kiln.zeros([2]).to('float16' as never), kiln.DTypeError, 'cast', ['float16']);
+    throwsKiln(() => kiln.zeros([2]).to('float16' as never), kiln.DTypeError, 'to', ['float16'], 'cast');
   });
 });
 
@@ -106,7 +111,7 @@ test('ArgumentError: plain-JS callers passing strings or arrays where a tensor i
     throwsKiln(() => kiln.where(kiln.ones([2], { dtype: 'bool' }), {} as never, 0), kiln.ArgumentError, 'where', ['object']);
     throwsKiln(() => kiln.cat(['a'] as never), kiln.ArgumentError, 'cat');
     throwsKiln(() => kiln.zeros([2, 3]).reshape('a' as never), kiln.ArgumentError, 'reshape');
-    throwsKiln(() => kiln.zeros('3' as never), kiln.ArgumentError, 'full');
+    throwsKiln(() => kiln.zeros('3' as never), kiln.ArgumentError, 'zeros', [], 'full');
     throwsKiln(() => kiln.tensor('abc' as never), kiln.ArgumentError, 'tensor', ['string']);
     throwsKiln(() => kiln.zeros([2]).item(), kiln.ArgumentError, 'item', ['[2]']);
   });
@@ -142,7 +147,7 @@ test('DisposedError: use after dispose names the op and the tensor shape', () =>
     assert.equal(v.sum().dataSync().length, 1);
     const s = kiln.randn([1]);
     s.dispose();
-    throwsKiln(() => s.item(), kiln.DisposedError, 'read', ['[1]']);
+    throwsKiln(() => s.item(), kiln.DisposedError, 'item', ['[1]'], 'read');
     throwsKiln(() => s.backward(), kiln.DisposedError, 'backward', ['[1]']);
     x.dispose(); // idempotent
   });
@@ -159,11 +164,11 @@ test('AutogradError: backward on a non-scalar, on a tensor without grad, and in-
     throwsKiln(() => x.copy_(kiln.zeros([2, 3])), kiln.AutogradError, 'copy_', ['[2, 3]']);
     throwsKiln(() => x.zero_(), kiln.AutogradError, 'zero_', ['[2, 3]']);
     throwsKiln(() => y.mul_(3), kiln.AutogradError, 'mul_', ['[2, 3]']); // non-leaf in the graph
-    throwsKiln(() => kiln.zeros([2], { dtype: 'int32' }).requiresGrad_(), kiln.AutogradError, 'requiresGrad', ['int32']);
+    throwsKiln(() => kiln.zeros([2], { dtype: 'int32' }).requiresGrad_(), kiln.AutogradError, 'requiresGrad_', ['int32'], 'requiresGrad');
     // after a plain backward, the graph is freed: a second one through it fails clearly
     const z = x.exp().sum();
     z.backward();
-    throwsKiln(() => z.backward(), kiln.AutogradError, 'sum.backward', ['already freed', 'retainGraph']);
+    throwsKiln(() => z.backward(), kiln.AutogradError, 'backward', ['already freed', 'retainGraph'], 'sum.backward');
     // under noGrad the in-place write is allowed
     kiln.noGrad(() => x.add_(1));
   });

@@ -18,7 +18,7 @@ import fc from 'fast-check';
 import * as kiln from 'kilnjs';
 import { clearNativeMemoryCache, nativeBatch, nativeStats, nativeUnavailableReason, NativeUnavailableError, NativeCompileError } from 'kilnjs/node';
 import { OP_TABLE } from './op-table.js';
-import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.js';
+import { checkCompiledCase, checkEdgeCase, edgeCases, opTableFailures } from './helpers/compiled-op-case.js';
 import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
 import { compareWithEager } from './helpers/compare-eager.js';
 import { checkMlpStepsMatchEager } from './helpers/mlp-step.js';
@@ -39,6 +39,12 @@ test('native: every op-table case compiled equals the float64 reference', { skip
   const compiles = nativeStats().compiles;
   assert.deepEqual(opTableFailures((c) => checkCompiledCase(c, NATIVE)), []);
   assert.equal(nativeStats().compiles, compiles, 'the checked runs found every kernel already compiled');
+});
+
+test('native: pointwise cases on edge values (0, -0, subnormals, ±inf, NaN, ±3e38) equal eager', { skip }, () => {
+  const cases = edgeCases();
+  nativeBatch(() => cases.forEach((c) => checkEdgeCase(c, NATIVE, false)));
+  assert.deepEqual(opTableFailures((c) => (cases.includes(c) ? checkEdgeCase(c, NATIVE) : undefined)), []);
 });
 
 // ---- random graphs (as test/compile-random-graphs.test.ts, on native) ----

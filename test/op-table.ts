@@ -277,6 +277,19 @@ export const OP_TABLE: readonly OpCase[] = [
     run: (k, [a, b]) => k.mul(a!, b!), reference: ([a, b]) => R.zip(a!, b!, (x, y) => x * y),
   }),
   ...binary('div', (k, a, b) => k.div(a, b), (a, b) => a / b, { genB: (r, s) => r.away(s, [0], 0.5) }),
+  // an operand used twice and a zero scalar: C compilers fold these under fast math (x - x = 0, x * 0 = 0)
+  ...one({
+    name: 'mul by scalar 0', op: 'mul', grad: [0], make: (r) => [r.randn([3, 4])],
+    run: (k, [a]) => k.mul(a!, 0), reference: ([a]) => R.map(a!, (x) => x * 0),
+  }),
+  ...one({
+    name: 'sub self', op: 'sub', grad: [0], make: (r) => [r.randn([3, 4])],
+    run: (k, [a]) => k.sub(a!, a!), reference: ([a]) => R.map(a!, (x) => x - x),
+  }),
+  ...one({
+    name: 'div self', op: 'div', grad: [0], make: (r) => [r.away([3, 4], [0], 0.5)],
+    run: (k, [a]) => k.div(a!, a!), reference: ([a]) => R.map(a!, (x) => x / x),
+  }),
   ...one({
     name: 'div int32 -> float32', op: 'div', grad: [], outDType: 'float32', make: (r) => [r.index(-50, 50, [3, 4]), r.index(1, 9, [3, 4])],
     run: (k, [a, b]) => k.div(a!, b!), reference: ([a, b]) => R.zip(a!, b!, (x, y) => x / y),
@@ -539,6 +552,15 @@ export const OP_TABLE: readonly OpCase[] = [
   ...one({
     name: 'matmul long k=300', op: 'matmul', grad: [], tol: LONG_REDUCTION, make: (r) => [r.randn([5, 300]), r.randn([300, 9])],
     run: (k, [a, b]) => k.matmul(a!, b!), reference: ([a, b]) => R.matmul(a!, b!),
+  }),
+  ...one({
+    name: 'matmul int32', op: 'matmul', grad: [], outDType: 'int32', make: (r) => [r.index(-50, 50, [6, 5]), r.index(-50, 50, [5, 6])],
+    run: (k, [a, b]) => k.matmul(a!, b!), reference: ([a, b]) => R.matmul(a!, b!),
+  }),
+  ...one({
+    name: 'matmul int32 batched, bias epilogue', op: 'matmul', grad: [], outDType: 'int32',
+    make: (r) => [r.index(-50, 50, [2, 6, 5]), r.index(-50, 50, [5, 9]), r.index(-50, 50, [9])],
+    run: (k, [a, b, c]) => k.matmul(a!, b!).add(c!), reference: ([a, b, c]) => R.zipN([R.matmul(a!, b!), c!], (x, y) => x + y),
   }),
   ...one({
     name: 'linear with bias', op: 'linear', grad: [0, 1, 2], make: (r) => [r.randn([5, 4]), r.randn([3, 4]), r.randn([3])],
@@ -990,6 +1012,15 @@ export const REQUIRED_OPS: readonly string[] = [
   ...REQUIRED_API_OPS,
 ];
 
+/** Pointwise ops: their cases also run on special values (helpers/compiled-op-case.ts, edge pass). */
+export const POINTWISE_OPS: ReadonlySet<string> = new Set([
+  'add', 'sub', 'mul', 'div', 'pow', 'neg', 'abs', 'exp', 'log', 'log1p', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
+  'relu', 'gelu', 'silu', 'softplus', 'clone', 'erf', 'clamp', 'where', 'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge',
+  'logicalAnd', 'logicalOr', 'logicalXor', 'logicalNot', 'cast',
+  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'trunc', 'atan2', 'fmod', 'hypot', 'remainder', 'lerp', 'sign',
+  'elu', 'selu', 'celu', 'hardtanh', 'relu6', 'hardsigmoid', 'hardswish', 'mish', 'logsigmoid', 'leakyRelu',
+]);
+
 // ---- running and checking a case --------------------------------------------------------
 
 export const asList = <T>(x: T | readonly T[]): readonly T[] => (Array.isArray(x) ? (x as readonly T[]) : [x as T]);
@@ -1078,8 +1109,13 @@ export function checkForward(c: OpCase, k: Kiln, dtype: FloatDType, seed: number
   const refs = asList(c.reference(before));
   const outDType = c.outDType ?? dtype;
   checkOutputs(c.name, outs, refs, outDType, tol ?? (dtype === 'float64' ? FLOAT64_TOL : (c.tol ?? FLOAT32_TOL)));
+  checkInputsUnchanged(c.name, inputs, before);
+}
+
+/** Throws if an op wrote into one of its inputs (`before`: their values before it ran). */
+export function checkInputsUnchanged(label: string, inputs: readonly Tensor[], before: readonly ND[]): void {
   inputs.forEach((t, i) => {
     const m = mismatch(t.dataSync() as ArrayLike<number>, before[i]!, 'exact');
-    if (m) throw new Error(`${c.name}: input ${i} was modified by the op: ${m}`);
+    if (m) throw new Error(`${label}: input ${i} was modified by the op: ${m}`);
   });
 }

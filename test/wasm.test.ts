@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import * as kiln from 'kilnjs';
-import { checkCompiledCase, opTableFailures } from './helpers/compiled-op-case.js';
+import { checkCompiledCase, checkEdgeCase, edgeCases, opTableFailures } from './helpers/compiled-op-case.js';
 import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
 import { compareWithEager } from './helpers/compare-eager.js';
 import { checkMlpStepsMatchEager } from './helpers/mlp-step.js';
@@ -20,6 +20,11 @@ test('wasm: every op-table case compiled equals the float64 reference', () => {
   const failures = opTableFailures((c) => checkCompiledCase(c, WASM), 3);
   assert.deepEqual(failures, []);
   assert.ok(kiln.wasmStats().kernels > 50, 'the cases ran wasm kernels');
+});
+
+test('wasm: pointwise cases on edge values (0, -0, subnormals, ±inf, NaN, ±3e38) equal eager', () => {
+  const cases = edgeCases();
+  assert.deepEqual(opTableFailures((c) => (cases.includes(c) ? checkEdgeCase(c, WASM) : undefined)), []);
 });
 
 // ---- random graphs (as test/compile-random-graphs.test.ts, on wasm) ----

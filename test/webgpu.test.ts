@@ -18,6 +18,7 @@ import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { crossEntropyStep } from './helpers/train-step.js';
 import { OP_TABLE, Rng, asList, baseSeed, caseSeed, checkOutputs, toND, withSeed, FLOAT32_TOL, mismatch, type OpCase } from './op-table.js';
 import { opArb, program, shapeArb, type Op } from './helpers/random-graphs.js';
+import { edgeCases, edgeDifferences, edgeInputs } from './helpers/compiled-op-case.js';
 import { trainMlpSteps } from './helpers/webgpu-mlp.js';
 
 const { cpu, gpu, skip } = await webGpuForTests();
@@ -138,6 +139,51 @@ test('webgpu: float64 inputs raise the typed dtype error (or, for views, move th
   }
   assert.deepEqual(failures, []);
   assert.ok(raised > OP_TABLE.length / 2, `${raised} cases raised the float64 error`);
+});
+
+/**
+ * Where WGSL itself does not promise eager's values (WGSL 15.7: implementations may assume no
+ * NaN or infinity, and sin/cos/tan are specified on [-pi, pi] only): the shader compiler folds
+ * x * 0 and x - x to 0, and the select chains of elu, selu, celu, hardtanh and relu6 into
+ * min/max that drop NaN and -0 (Mesa's NIR does, for ops not marked exact, which WGSL cannot
+ * ask for); GPUs reduce huge sin/cos/tan arguments inexactly. Everything else must match.
+ */
+const WGSL_UNSPECIFIED = [
+  /^mul by scalar 0 /, /^sub self /, /^(sin|cos|tan) .* at \(-?3e\+38\)/,
+  /^(elu|selu|celu|hardtanh|relu6)\b.* at \((-0|NaN)\)/,
+];
+
+test('webgpu: pointwise cases on edge values (0, -0, subnormals, ±inf, NaN, ±3e38) compiled equal eager on the CPU', { skip }, async () => {
+  const bad: string[] = [];
+  for (const c of edgeCases()) {
+    const made: kiln.Tensor[] = [];
+    try {
+      kiln.compiler.reset();
+      const fn = (...xs: kiln.Tensor[]) => c.run(kiln, xs);
+      const n = onCpu(() => kiln.scope(() => c.make(new Rng(1, 'float32')).length));
+      const { inputs, eager } = onCpu(() => {
+        const xs = edgeInputs(n);
+        const e = asList(fn(...xs));
+        made.push(...xs, ...e);
+        return { inputs: xs.map((x) => kiln.toBackend(x, gpu!)), eager: e.map((t) => t.dataSync() as ArrayLike<number>) };
+      });
+      made.push(...inputs);
+      const compiled = kiln.compile(fn, { backend: 'webgpu', fullgraph: true });
+      for (const call of ['trace', 'replay']) {
+        const outs = onGpu(() => asList(compiled(...inputs) as kiln.Tensor | readonly kiln.Tensor[]));
+        made.push(...outs);
+        const got: ArrayLike<number>[] = [];
+        for (const o of outs) got.push(await o.data() as ArrayLike<number>);
+        bad.push(...edgeDifferences(`${c.name} (webgpu ${call})`, n, got, eager, c.tol ?? FLOAT32_TOL));
+      }
+    } finally {
+      onCpu(() => made.forEach((t) => t.dispose()));
+    }
+  }
+  assert.equal(kiln.stats().fusionFallbacks, 0);
+  const unspecified = bad.filter((b) => WGSL_UNSPECIFIED.some((r) => r.test(b)));
+  if (unspecified.length) console.log(`# webgpu edge values: ${unspecified.length} differences WGSL leaves unspecified (x * 0, x - x on NaN/Inf; sin/cos of 3e38)`);
+  assert.deepEqual(bad.filter((b) => !unspecified.includes(b)), []);
 });
 
 // ---- random graphs: compiled on WebGPU vs eager on the CPU ----

@@ -7,6 +7,7 @@ import { DEFAULT_EXAMPLE, exampleNames, loadExample, loadWorkloadModule, Workloa
 import { availableBackends, DEFAULT_MEASURE, KNOWN_BACKENDS, measure } from './measure.js';
 import { buildReport, compiledIsFaster, formatSummary, type AdvisorReport } from './report.js';
 import { renderHtml } from './html.js';
+import { parseSignature, ShapeListError } from './shapes.js';
 import { DEFAULT_USAGE, parseProcessLifetime, type Usage } from './verdict.js';
 
 export const HELP = `kilnjs advise: measure a workload eager vs compiled and decide whether compiling pays off
@@ -149,18 +150,33 @@ export async function advise(argv: readonly string[], io: Io = stdio): Promise<A
     amortizationMonths: num(v['amortize-months'], 'amortize-months', { positive: true }) ?? DEFAULT_USAGE.amortizationMonths,
   };
 
+  // every argument is checked before anything is loaded or measured
+  const shapes = v.shapes === undefined ? undefined : v.shapes.split(';').map((x) => x.trim()).filter(Boolean);
+  if (shapes !== undefined && shapes.length === 0) throw new UsageError("--shapes: expected one or more shapes separated by ';'");
+  try {
+    shapes?.forEach(parseSignature);
+  } catch (e) {
+    if (e instanceof ShapeListError) throw new UsageError(`--shapes: ${e.message}`);
+    throw e;
+  }
+
   let lw: LoadedWorkload;
   if (positionals.length === 1) lw = await loadWorkloadModule(positionals[0]!);
   else lw = await loadExample(v.example ?? DEFAULT_EXAMPLE);
 
   const progress = v.quiet ? undefined : (s: string) => io.err(s);
-  const shapes = v.shapes === undefined ? undefined : v.shapes.split(';').map((x) => x.trim()).filter(Boolean);
-  if (shapes !== undefined && shapes.length === 0) throw new UsageError("--shapes: expected one or more shapes separated by ';'");
-  const meas = await measure(lw, {
-    calls, warmup, seed, backends, tolerance, paramTolerance: tolerance, progress, cacheCheck: !v['no-cache-check'],
-    ...(v.config !== undefined ? { config: v.config } : {}),
-    ...(shapes !== undefined ? { shapes } : {}),
-  });
+  let meas;
+  try {
+    meas = await measure(lw, {
+      calls, warmup, seed, backends, tolerance, paramTolerance: tolerance, progress, cacheCheck: !v['no-cache-check'],
+      ...(v.config !== undefined ? { config: v.config } : {}),
+      ...(shapes !== undefined ? { shapes } : {}),
+    });
+  } catch (e) {
+    // a shape list that does not fit the workload's inputs, found before anything was timed
+    if (e instanceof ShapeListError) throw shapes !== undefined ? new UsageError(`--shapes: ${e.message}`) : new WorkloadError(`the workload's shapes: ${e.message}`);
+    throw e;
+  }
   const command = `kilnjs advise ${argv.join(' ')}`.trim();
   const report = buildReport(meas, usage, { assumptions, command });
 

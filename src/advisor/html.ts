@@ -199,6 +199,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 .v-go{background:#e5f6ea;color:#17653a} .v-warn{background:#fff4de;color:#7a5200} .v-stop{background:#fde8e8;color:#8f1d1d}
 table{border-collapse:collapse;width:100%;margin:6px 0} td,th{border-bottom:1px solid #eceef2;padding:4px 8px;text-align:left;vertical-align:top} th{color:#5b6475;font-weight:500}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+pre{background:#f4f5f7;padding:8px 12px;border-radius:6px;overflow-x:auto}
 .pass{color:#17653a;font-weight:600} .fail{color:#b42318;font-weight:600} .unknown{color:#7a5200;font-weight:600}
 code{background:#f3f4f7;padding:1px 4px;border-radius:3px;font-size:12.5px}
 svg.chart{display:block;margin:10px 0;max-width:100%;height:auto;border:1px solid #eceef2;border-radius:6px}
@@ -272,7 +273,9 @@ export function renderHtml(r: AdvisorReport): string {
 <div class="sub">${esc(r.workload.kind)} workload from <code>${esc(r.workload.source)}</code>${r.workload.description ? ` &middot; ${esc(r.workload.description)}` : ''}<br>
 inputs ${esc(r.workload.inputShapes.join(', '))} &middot; ${r.options.warmup} warm-up + ${r.options.calls} timed calls per variant &middot; ${esc(r.machine.cpuModel)}, ${r.machine.logicalCpus} CPUs, Node ${esc(r.machine.node)} &middot; ${esc(r.generatedAt)}</div>
 <div class="verdict ${vcls}" id="verdict">Verdict: ${esc(r.verdict.headline)}${r.verdict.confidence === 'uncertain' ? ' <small>(uncertain: noisy timings)</small>' : ''}</div>
+<div class="sub">figures from: ${esc(r.verdict.basis)}</div>
 <ul>${r.verdict.reasons.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>
+${r.verdict.code ? `<h3>Adopt it</h3>\n<pre id="adopt"><code>${esc(r.verdict.code)}</code></pre>` : ''}
 
 <h2>Go-live checklist</h2>
 <table>${r.checklist.map((x) => `<tr><td class="${x.status}">${x.status}</td><td>${esc(x.item)}</td><td>${esc(x.detail)}</td></tr>`).join('')}</table>

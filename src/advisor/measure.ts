@@ -31,7 +31,7 @@ import { nativeUnavailableReason } from '../node.js';
 import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstance } from './workload.js';
 import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
 import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';
-import { measureShapePolicies, type DynamicShapes } from './shape-policies.js';
+import { measureShapePolicies, planShapeList, type DynamicShapes } from './shape-policies.js';
 import { measureTrainingForms, type TrainingForms } from './train-forms.js';
 import { dispose, fmt, gradsRelErr, read, relErr, round, shapeOf, speedupInterval, summarizeMs, timedCall, valuesRelErr, type CallResult } from './calls.js';
 
@@ -187,7 +187,7 @@ export function notMeasured(checks: readonly CacheCheck[], shapes: readonly stri
       id: 'dynamic-shape-policies',
       what: 'compiles and steady time per shape policy (static, automatic dynamic, buckets)',
       reason: dyn?.reason ??
-        (distinct > 1 ? 'not run: the compiled variant failed on the first backend' : `the workload declares ${distinct === 0 ? 'no input shapes' : 'one input shape'}: give the shapes seen in production (--shapes 'x[32,784];x[64,784]', or the workload's shapes) to compare the policies`),
+        (distinct > 1 ? 'not run: the compiled variant failed on every backend' : `the workload declares ${distinct === 0 ? 'no input shapes' : 'one input shape'}: give the shapes seen in production (--shapes 'x[32,784];x[64,784]', or the workload's shapes) to compare the policies`),
     });
   }
   return out;
@@ -198,6 +198,8 @@ export interface Measurement {
   options: Omit<MeasureOptions, 'progress' | 'config' | 'shapes'>;
   machine: { node: string; platform: string; arch: string; cpuModel: string; logicalCpus: number; kilnThreads: string | null; loadAvg: number[] };
   backends: BackendMeasurement[];
+  /** the backend the verdict is about (pickPrimary); the shape policies ran on it */
+  primaryBackend: string;
   /** the persistent cache this process's environment configures (the checklist's 'cache' item) */
   cacheConfig: CacheConfig;
   /**
@@ -205,7 +207,7 @@ export interface Measurement {
    * verdict's backend (null for inference)
    */
   trainingForms: TrainingForms | null;
-  /** shape policies over the production shapes (more than one distinct), on the first backend */
+  /** shape policies over the production shapes (more than one distinct), on the primary backend */
   dynamicShapes: DynamicShapes | null;
   notMeasured: NotMeasured[];
   totalMs: number;
@@ -410,6 +412,10 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
   const config = resolveConfig(w, o.config) ?? null;
   const say = o.progress ?? (() => {});
   const t0 = performance.now();
+  // the production shapes are checked against the workload's inputs before anything is timed
+  const shapes = o.shapes ?? w.shapes;
+  const distinct = shapes ? [...new Set(shapes)] : [];
+  const plan = distinct.length ? await planShapeList(lw, distinct, { seed: o.seed, ...(config !== null ? { config } : {}) }) : null;
   say(`kiln advise: ${w.name}${config !== null ? ` (config ${config})` : ''} (${w.kind}, ${lw.source}): ${o.warmup} warm-up + ${o.calls} timed calls per variant, seed ${o.seed}`);
   const backends: BackendMeasurement[] = [];
   let inputShapes: string[] = [];
@@ -419,13 +425,13 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
     inputShapes = r.inputShapes;
   }
   const { progress: _p, config: _c, shapes: _s, ...options } = o;
-  const shapes = o.shapes ?? w.shapes;
-  const distinct = shapes ? [...new Set(shapes)] : [];
-  let dynamicShapes: DynamicShapes | null = null;
-  if (distinct.length > 1 && backends[0]!.status === 'ok') {
-    dynamicShapes = await measureShapePolicies(lw, distinct, { backend: o.backends[0]!, seed: o.seed, calls: o.calls, tolerance: o.tolerance, progress: say, ...(config !== null ? { config } : {}) });
-  }
+  // the verdict's backend, and the shape policies measured on it: every figure of the verdict
+  // comes from the backend (and policy) it recommends
   const primary = pickPrimary(backends)!;
+  let dynamicShapes: DynamicShapes | null = null;
+  if (plan && distinct.length > 1 && primary.status === 'ok') {
+    dynamicShapes = await measureShapePolicies(lw, distinct, plan, { backend: primary.backend, seed: o.seed, calls: o.calls, tolerance: o.tolerance, progress: say, ...(config !== null ? { config } : {}) });
+  }
   const trainingForms = w.kind === 'training' && primary.status === 'ok'
     ? await measureTrainingForms(lw, { backend: primary.backend, seed: o.seed, calls: o.calls, warmup: o.warmup, tolerance: o.tolerance, progress: say, ...(config !== null ? { config } : {}) })
     : null;
@@ -442,6 +448,7 @@ export async function measure(lw: LoadedWorkload, opts: Partial<MeasureOptions> 
       loadAvg: os.loadavg().map((x) => Math.round(x * 100) / 100),
     },
     backends,
+    primaryBackend: primary.backend,
     cacheConfig: cacheConfig(),
     dynamicShapes,
     trainingForms,

@@ -1,16 +1,16 @@
 // The advisor's report: measurement + usage -> projection, verdict and checklist, as a JSON
 // document (docs/advisor-report.schema.json) and as a terminal summary.
 
-import { pickPrimary, type BackendMeasurement, type Measurement } from './measure.js';
+import type { BackendMeasurement, Measurement } from './measure.js';
 import type { CacheConfig } from './cache-check.js';
 import type { DynamicShapes } from './shape-policies.js';
-import { trainingFormLines, type TrainingForms } from './train-forms.js';
+import { trainingFormLines, withTrainingForm, type TrainingForms } from './train-forms.js';
 import {
-  BREAK_EVEN_DEFINITION, checklist, decide, DEFAULT_THRESHOLDS, project,
+  BREAK_EVEN_DEFINITION, breakEvenOfWarmup, checklist, decide, DEFAULT_THRESHOLDS, project,
   type CacheFacts, type CheckItem, type DynamicFacts, type Projection, type Usage, type VerdictInput, type VerdictResult, type VerdictThresholds,
 } from './verdict.js';
 
-export const REPORT_SCHEMA_VERSION = 2;
+export const REPORT_SCHEMA_VERSION = 3;
 
 export interface AdvisorReport {
   schemaVersion: number;
@@ -30,7 +30,7 @@ export interface AdvisorReport {
     /** defaults the user did not give */
     assumptions: string[];
   };
-  /** the backend the verdict is about (the first measured) */
+  /** the backend the verdict is about (the fastest accurate one; the shape policies ran on it) */
   primaryBackend: string;
   backends: BackendMeasurement[];
   /** the persistent cache this environment configures (folder, off, writable) */
@@ -70,12 +70,43 @@ export function dynamicFacts(d: DynamicShapes | null): DynamicFacts | null {
   return { status: d.status, reason: d.reason, recommended: d.recommended, speedup: rec?.speedup ?? null, reasons: d.reasons };
 }
 
+/**
+ * The recommended shape policy's figures over the production shape stream (per call: the mean
+ * over the shapes; warm-up: the first pass), or null when no policy was recommended.
+ */
+export function policyFigures(d: DynamicShapes | null): Pick<VerdictInput, 'policy' | 'eagerMedianMs' | 'compiledMedianMs' | 'speedup' | 'speedupInterval' | 'breakEven' | 'firstCallExtraMs' | 'compileTimeMs'> | null {
+  if (!d || d.status !== 'ok' || !d.recommended) return null;
+  const rec = d.policies.find((p) => p.policy === d.recommended), eager = d.policies.find((p) => p.policy === 'eager');
+  if (!rec || !eager || rec.steadyMs === null || eager.steadyMs === null) return null;
+  const n = d.shapes.length;
+  return {
+    policy: { name: d.recommended, options: rec.options, shapes: n },
+    eagerMedianMs: eager.steadyMs,
+    compiledMedianMs: rec.steadyMs,
+    speedup: eager.steadyMs / rec.steadyMs,
+    speedupInterval: null,
+    breakEven: breakEvenOfWarmup(n, eager.firstPassMs, rec.firstPassMs, eager.steadyMs, rec.steadyMs),
+    firstCallExtraMs: rec.firstCallMs - eager.firstCallMs,
+    compileTimeMs: rec.compileTimeMs,
+  };
+}
+
+/**
+ * The verdict's figures for backend `m`: its single-shape measurement, or, where shape policies
+ * ran on it and one is recommended, that policy's figures over the shape stream (then the warm
+ * restart, measured at one shape, does not enter the break-even).
+ */
 export function verdictInput(
   m: BackendMeasurement, kind: 'training' | 'inference', productionShapes: readonly string[] | null,
   extra: { cacheConfig?: CacheConfig; dynamicShapes?: DynamicShapes | null } = {},
 ): VerdictInput {
+  const d = extra.dynamicShapes ?? null;
+  const policy = d && d.backend === m.backend ? policyFigures(d) : null;
+  const cache = m.cacheCheck && extra.cacheConfig ? cacheFacts(m, extra.cacheConfig) : null;
   return {
     kind,
+    backend: m.backend,
+    policy: null,
     eagerMedianMs: m.eager.medianMs,
     compiledMedianMs: m.compiled.medianMs,
     speedup: m.speedup,
@@ -100,17 +131,19 @@ export function verdictInput(
     recompileReasons: m.compiler.recompiles.map((r) => r.reason),
     productionShapes,
     error: m.error,
-    cache: m.cacheCheck && extra.cacheConfig ? cacheFacts(m, extra.cacheConfig) : null,
-    dynamic: dynamicFacts(extra.dynamicShapes ?? null),
+    cache: cache && policy ? { ...cache, warmBreakEven: null } : cache,
+    dynamic: dynamicFacts(d),
+    ...policy,
   };
 }
 
 export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions?: string[]; command?: string | null; thresholds?: VerdictThresholds } = {}): AdvisorReport {
-  const primary = pickPrimary(meas.backends);
+  const primary = meas.backends.find((b) => b.backend === meas.primaryBackend);
   if (!primary) throw new Error('no backend was measured');
   const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes, { cacheConfig: meas.cacheConfig, dynamicShapes: meas.dynamicShapes });
-  const projection = project({ eagerMedianMs: primary.eager.medianMs, compiledMedianMs: primary.compiled.medianMs, breakEven: primary.breakEven, warmCacheBreakEven: primary.cacheCheck.breakEven }, usage);
-  const verdict = decide(vi, projection, { ...DEFAULT_THRESHOLDS, tolerance: primary.accuracy.tolerance, ...opts.thresholds });
+  // the projection uses exactly the verdict's figures (backend, and shape policy where measured)
+  const projection = project({ eagerMedianMs: vi.eagerMedianMs, compiledMedianMs: vi.compiledMedianMs, breakEven: vi.breakEven, warmCacheBreakEven: vi.cache?.warmBreakEven ?? null }, usage);
+  const verdict = withTrainingForm(decide(vi, projection, { ...DEFAULT_THRESHOLDS, tolerance: primary.accuracy.tolerance, ...opts.thresholds }), meas.trainingForms);
   const lt = usage.processLifetime;
   return finiteOrNull({
     schemaVersion: REPORT_SCHEMA_VERSION,
@@ -204,7 +237,12 @@ export function formatSummary(r: AdvisorReport): string {
   }
   L.push('');
   L.push(`  VERDICT: ${r.verdict.headline}${r.verdict.confidence === 'uncertain' ? ' (uncertain: noisy timings)' : ''}`);
+  L.push(`    figures from: ${r.verdict.basis}`);
   for (const x of r.verdict.reasons) L.push(`    - ${x}`);
+  if (r.verdict.code) {
+    L.push('    adopt it:');
+    for (const line of r.verdict.code.split('\n')) L.push(`      ${line}`);
+  }
   if (r.notMeasured.length) {
     L.push('');
     L.push('  not measured:');

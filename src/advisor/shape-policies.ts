@@ -15,7 +15,7 @@
 import * as kiln from '../index.js';
 import { checkInstance, resolveConfig, type LoadedWorkload } from './workload.js';
 import { dispose, fmt, round, summarizeMs, timedCall, valuesRelErr, type Values } from './calls.js';
-import { planShapes, tileTo, type ShapePlan } from './shapes.js';
+import { planShapes, ShapeListError, tileTo, type ShapePlan } from './shapes.js';
 
 export type ShapePolicy = 'static' | 'automatic dynamic' | 'buckets';
 
@@ -39,6 +39,8 @@ export interface PolicyRun {
   compileTimeMs: number;
   /** the first pass over the shapes, summed (ms): what the stream pays before it is warm */
   firstPassMs: number;
+  /** the stream's first call (ms): for a compiled policy, trace + compile + first run */
+  firstCallMs: number;
   /** per shape (in list order), median over the steady passes (ms) */
   perShapeMs: number[];
   /** mean of perShapeMs: one call of the stream, steady (ms) */
@@ -84,7 +86,7 @@ export const STEADY_SLACK = 1.05;
 
 const emptyRun = (policy: PolicyRun['policy'], options: string, status: PolicyRun['status'], reason: string | null): PolicyRun => ({
   policy, options, status, reason, compiles: 0, traces: 0, recompiles: 0, dynamicCompiles: [], dynamicFailures: [], eagerFallbacks: 0, compileTimeMs: 0,
-  firstPassMs: 0, perShapeMs: [], steadyMs: null, vsStatic: null, speedup: null, maxRelErr: null, buckets: [],
+  firstPassMs: 0, firstCallMs: 0, perShapeMs: [], steadyMs: null, vsStatic: null, speedup: null, maxRelErr: null, buckets: [],
 });
 
 interface Variant {
@@ -104,7 +106,7 @@ async function runVariant(lw: LoadedWorkload, o: ShapePolicyOptions, plan: Shape
   const n = plan.shapes.length;
   const ms: number[][] = plan.shapes.map(() => []);
   const values: Values[] = [];
-  let firstPass = 0, maxRel = 0;
+  let firstPass = 0, firstCall = 0, maxRel = 0;
   let error: string | null = null;
   try {
     for (let p = 0; p < passes && error === null; p++) {
@@ -117,6 +119,7 @@ async function runVariant(lw: LoadedWorkload, o: ShapePolicyOptions, plan: Shape
           break;
         }
         if (p === 0) firstPass += r.ms;
+        if (p === 0 && j === 0) firstCall = r.ms;
         else ms[j]!.push(r.ms);
         const k = values.length;
         values.push(r.values);
@@ -141,6 +144,7 @@ async function runVariant(lw: LoadedWorkload, o: ShapePolicyOptions, plan: Shape
     eagerFallbacks: st.eagerFallbacks,
     compileTimeMs: round(st.compileTimeMs),
     firstPassMs: round(firstPass),
+    firstCallMs: round(firstCall),
     perShapeMs: perShape.map((x) => round(x)),
     steadyMs: Number.isFinite(steady) ? round(steady) : null,
     maxRelErr: eager && error === null ? maxRel : null,
@@ -154,24 +158,31 @@ async function runVariant(lw: LoadedWorkload, o: ShapePolicyOptions, plan: Shape
   return { run, values };
 }
 
-/** Measures the policies over `shapes` (see the file comment). */
-export async function measureShapePolicies(lw: LoadedWorkload, shapes: readonly string[], o: ShapePolicyOptions): Promise<DynamicShapes> {
-  const say = o.progress ?? (() => {});
-  const distinct = [...new Set(shapes)];
-  const base: DynamicShapes = { status: 'skipped', reason: null, backend: o.backend, shapes: distinct, inputShapes: [], varying: [], passes: 0, policies: [], recommended: null, reasons: [] };
+/**
+ * Every input's shape at each of `shapes` (distinct signatures), from a throw-away setup (the
+ * inputs' own shapes); a ShapeListError when a signature does not parse or fit. Run before
+ * anything is measured, so a bad list is reported at once.
+ */
+export async function planShapeList(lw: LoadedWorkload, shapes: readonly string[], o: { seed: number; config?: string }): Promise<ShapePlan> {
   const w = lw.workload;
   const config = resolveConfig(w, o.config);
-  // the inputs' own shapes, from a throw-away setup (cheap next to the runs below)
   const probe = checkInstance(await w.setup(config === undefined ? { seed: o.seed } : { seed: o.seed, config }), w.name);
   const baseShapes = probe.inputs.map((t) => [...t.shape]);
   dispose(probe);
   kiln.compiler.reset();
-  let plan: ShapePlan;
   try {
-    plan = planShapes(distinct, baseShapes);
+    return planShapes([...new Set(shapes)], baseShapes);
   } catch (e) {
-    return { ...base, reason: `the shape list does not fit the workload's inputs: ${(e as Error).message}` };
+    if (e instanceof ShapeListError) throw new ShapeListError(`the shape list does not fit the workload's inputs (${baseShapes.map((s) => `[${s.join(',')}]`).join(' ')}): ${e.message}`);
+    throw e;
   }
+}
+
+/** Measures the policies over the distinct signatures of `plan` (see the file comment). */
+export async function measureShapePolicies(lw: LoadedWorkload, shapes: readonly string[], plan: ShapePlan, o: ShapePolicyOptions): Promise<DynamicShapes> {
+  const say = o.progress ?? (() => {});
+  const distinct = [...new Set(shapes)];
+  const base: DynamicShapes = { status: 'skipped', reason: null, backend: o.backend, shapes: distinct, inputShapes: [], varying: [], passes: 0, policies: [], recommended: null, reasons: [] };
   base.inputShapes = plan.shapes;
   base.varying = plan.varying;
   if (plan.varying.length === 0) return { ...base, reason: 'the declared shapes do not differ' };

@@ -7,6 +7,11 @@
 
 import * as kiln from '../index.js';
 
+/** A production shape list that does not parse, or does not fit the workload's inputs. */
+export class ShapeListError extends Error {
+  override name = 'ShapeListError';
+}
+
 export interface ShapeArg {
   /** the name written before the brackets ('x'), or null */
   name: string | null;
@@ -22,11 +27,11 @@ export function parseSignature(s: string): ShapeArg[] {
     const t = part.trim();
     if (t === '') continue;
     const m = /^([A-Za-z_$][\w$]*)?\s*\[\s*([\d\s,]*)\]\s*([A-Za-z]\w*)?$/.exec(t);
-    if (!m) throw new Error(`shape '${t}' in '${s}': expected name[d0,d1,...] with an optional dtype, e.g. x[32,784] float32`);
+    if (!m) throw new ShapeListError(`shape '${t}' in '${s}': expected name[d0,d1,...] with an optional dtype, e.g. x[32,784] float32`);
     const dims = m[2]!.split(',').map((d) => d.trim()).filter((d) => d !== '').map(Number);
     out.push({ name: m[1] ?? null, dims, dtype: m[3] ?? null });
   }
-  if (out.length === 0) throw new Error(`shape signature '${s}' names no argument`);
+  if (out.length === 0) throw new ShapeListError(`shape signature '${s}' names no argument`);
   return out;
 }
 
@@ -46,10 +51,10 @@ export interface ShapePlan {
 export function planShapes(signatures: readonly string[], base: readonly (readonly number[])[]): ShapePlan {
   const shapes = signatures.map((sig) => {
     const args = parseSignature(sig);
-    if (args.length > base.length) throw new Error(`'${sig}' lists ${args.length} arguments; the workload takes ${base.length}`);
+    if (args.length > base.length) throw new ShapeListError(`'${sig}' lists ${args.length} arguments; the workload takes ${base.length}`);
     args.forEach((a, i) => {
-      if (a.dims.length !== base[i]!.length) throw new Error(`'${sig}': argument ${i} has rank ${a.dims.length}, the workload's input ${i} has shape [${base[i]!.join(',')}]`);
-      if (a.dims.some((d) => !(Number.isInteger(d) && d >= 1))) throw new Error(`'${sig}': sizes must be positive integers`);
+      if (a.dims.length !== base[i]!.length) throw new ShapeListError(`'${sig}': argument ${i} has rank ${a.dims.length}, the workload's input ${i} has shape [${base[i]!.join(',')}]`);
+      if (a.dims.some((d) => !(Number.isInteger(d) && d >= 1))) throw new ShapeListError(`'${sig}': sizes must be positive integers`);
     });
     const follow = new Map<string, number>(); // `${dim}:${baseSize}` -> new size
     args.forEach((a, i) => a.dims.forEach((d, k) => { if (d !== base[i]![k]) follow.set(`${k}:${base[i]![k]}`, d); }));

@@ -49,10 +49,15 @@ export function breakEven(i: BreakEvenInput): BreakEven {
     e += i.eagerPerCallMs[j] ?? 0;
     c += i.compiledPerCallMs[j] ?? 0;
   }
-  const extra = c - e;
-  const saving = i.eagerMedianMs - i.compiledMedianMs;
+  return breakEvenOfWarmup(k, e, c, i.eagerMedianMs, i.compiledMedianMs);
+}
+
+/** The break-even of K warm-up calls that took `eagerMs` and `compiledMs` in all, then the steady medians. */
+export function breakEvenOfWarmup(k: number, eagerMs: number, compiledMs: number, eagerMedianMs: number, compiledMedianMs: number): BreakEven {
+  const extra = compiledMs - eagerMs;
+  const saving = eagerMedianMs - compiledMedianMs;
   const calls = saving > 0 && Number.isFinite(saving) ? k + Math.max(0, Math.ceil(extra / saving)) : null;
-  return { warmupCalls: k, eagerWarmupMs: e, compiledWarmupMs: c, extraWarmupMs: extra, perCallSavingMs: saving, calls };
+  return { warmupCalls: k, eagerWarmupMs: eagerMs, compiledWarmupMs: compiledMs, extraWarmupMs: extra, perCallSavingMs: saving, calls };
 }
 
 /**
@@ -247,6 +252,13 @@ function warmupStateHint(i: Pick<VerdictInput, 'kind'>): string {
 
 export interface VerdictInput {
   kind: 'training' | 'inference';
+  /** the compiler backend every figure below comes from (the one the verdict recommends) */
+  backend: string;
+  /**
+   * the shape policy the figures come from, when several production shapes were measured
+   * (per call = the mean over the shape stream, warm-up = its first pass); null: one shape
+   */
+  policy?: { name: 'static' | 'automatic dynamic' | 'buckets'; options: string; shapes: number } | null;
   eagerMedianMs: number;
   compiledMedianMs: number;
   /** eager median / compiled median */
@@ -334,6 +346,14 @@ export interface VerdictResult {
   verdict: Verdict;
   /** the verdict with its qualifier, e.g. 'do not compile (too short-lived)' */
   headline: string;
+  /** the compiler backend the verdict is about: every figure in it was measured there */
+  backend: string;
+  /** the shape policy its figures come from, or null (one shape) */
+  policy: string | null;
+  /** where the figures come from, in words */
+  basis: string;
+  /** the code to adopt (imports, compile options, warm-up), for the verdicts that compile; null otherwise */
+  code: string | null;
   /**
    * 'uncertain' when the speedup's interval contains minSpeedup (noisy timings: the answer
    * to "is compiled faster?" could flip on a rerun); 'clear' otherwise
@@ -373,7 +393,12 @@ export function warmupNoticeable(i: Pick<VerdictInput, 'breakEven' | 'eagerMedia
  *  7. otherwise 'compile'.
  */
 export function decide(i: VerdictInput, p: Projection, t: VerdictThresholds = DEFAULT_THRESHOLDS): VerdictResult {
-  const r = decideRules(i, p, t);
+  const rules = decideRules(i, p, t);
+  const basis = i.policy
+    ? `backend ${i.backend}, shape policy ${i.policy.name} over the ${i.policy.shapes} production shapes (per call: the mean over the shape stream; warm-up: its first pass)`
+    : `backend ${i.backend}, one input shape`;
+  const code = rules.verdict.startsWith('compile') ? adoptionCode(i, rules.verdict) : null;
+  const r = { ...rules, backend: i.backend, policy: i.policy?.name ?? null, basis, code };
   const iv = i.speedupInterval;
   if (r.verdict === 'keep eager for now' || !iv || !(iv[0] <= t.minSpeedup && t.minSpeedup <= iv[1])) return { ...r, confidence: 'clear' };
   return {
@@ -386,7 +411,26 @@ export function decide(i: VerdictInput, p: Projection, t: VerdictThresholds = DE
   };
 }
 
-function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit<VerdictResult, 'confidence'> {
+/**
+ * What to write to adopt the verdict: the imports (kilnjs; kilnjs/node for the native backend
+ * and the persistent cache), kiln.compile with the measured backend and shape policy, and the
+ * warm-up call where the verdict asks for one. `fn`, `model` and `exampleArgs` stand for the
+ * user's names.
+ */
+export function adoptionCode(i: Pick<VerdictInput, 'backend' | 'policy' | 'kind'>, verdict: Verdict): string {
+  const withCache = verdict === 'compile with warm-up and the persistent cache';
+  const node = i.backend === 'native' || withCache;
+  const policy = i.policy ? i.policy.options.replace(/\s*\(default\)\s*$/, '').trim().replace(/^\{\s*/, '').replace(/\s*\}$/, '') : '';
+  const opts = [`backend: '${i.backend}'`, ...(policy ? [policy] : []), ...(i.kind === 'training' ? ['captures: model'] : [])].join(', ');
+  return [
+    "import * as kiln from 'kilnjs';",
+    ...(node ? [`import 'kilnjs/node'; // ${[i.backend === 'native' ? 'registers the native backend' : '', withCache ? 'the persistent compile cache (set KILN_CACHE_DIR to persistent storage)' : ''].filter(Boolean).join('; ')}`] : []),
+    `const compiled = kiln.compile(${i.kind === 'training' ? 'step' : 'fn'}, { ${opts} });`,
+    ...(withCache || verdict === 'compile with dynamic shapes or buckets' ? ['await compiled.warmup([[...exampleArgs]]); // at process start, before serving'] : []),
+  ].join('\n');
+}
+
+function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Pick<VerdictResult, 'verdict' | 'headline' | 'reasons'> {
   // 1. blockers
   const blockers: string[] = [];
   if (i.error) blockers.push(`the compiled function failed: ${i.error}`);
@@ -416,7 +460,8 @@ function decideRules(i: VerdictInput, p: Projection, t: VerdictThresholds): Omit
     };
   }
 
-  const speed = `compiled ${ms(i.compiledMedianMs)} vs eager ${ms(i.eagerMedianMs)} per call (median): ${i.speedup.toFixed(2)}x`;
+  const per = i.policy ? `per call (mean over the ${i.policy.shapes} production shapes, policy ${i.policy.name})` : 'per call (median)';
+  const speed = `compiled (${i.backend}) ${ms(i.compiledMedianMs)} vs eager ${ms(i.eagerMedianMs)} ${per}: ${i.speedup.toFixed(2)}x`;
   const be = i.breakEven;
   const beText = be.calls === null ? 'never' : `${be.calls.toLocaleString('en-US')} calls`;
   const c = i.cache ?? null;

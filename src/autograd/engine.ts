@@ -11,6 +11,7 @@ import { copy } from '../ops/pointwise.js';
 import { onesLike } from '../ops/creation.js';
 import { enableGrad, isGradEnabled, noGrad } from './grad-mode.js';
 import type { AutogradNode } from './node.js';
+import { publicOp } from '../core/user-op.js';
 
 export interface BackwardOptions {
   /** keep saved tensors so backward can run again through the same graph */
@@ -19,7 +20,7 @@ export interface BackwardOptions {
   createGraph?: boolean;
 }
 
-export function backward(root: Tensor, gradient?: Tensor, opts: BackwardOptions = {}): void {
+export const backward = publicOp('backward', function backward(root: Tensor, gradient?: Tensor, opts: BackwardOptions = {}): void {
   root.assertAlive('backward');
   if (!root.requiresGrad) {
     throw new AutogradError(
@@ -41,7 +42,7 @@ export function backward(root: Tensor, gradient?: Tensor, opts: BackwardOptions 
   const run = () => runBackward(root, gradient, opts);
   if (opts.createGraph) enableGrad(run);
   else noGrad(run);
-}
+});
 
 function runBackward(root: Tensor, gradient: Tensor | undefined, opts: BackwardOptions): void {
   const seed = gradient ? alias(gradient, false) : onesLike(root);

@@ -122,22 +122,23 @@ export function graphKey(g: Graph): string {
   return parts.join(';');
 }
 
-function attrKey(a: unknown): string {
+/** A node's attrs as an exact key: typed arrays by their bytes, -0, NaN and infinities spelled out. */
+export function attrKey(a: unknown): string {
   if (a === undefined) return '';
   return JSON.stringify(a, (_k, v) => {
-    if (ArrayBuffer.isView(v)) return `#${hashArray(v as unknown as ArrayLike<number>)}`;
-    if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
+    if (ArrayBuffer.isView(v)) return `#${exactBits(v)}`;
+    if (typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0))) return String(Object.is(v, -0) ? '-0' : v);
     return v;
   });
 }
 
-function hashArray(a: ArrayLike<number>): string {
-  let h = 2166136261;
-  for (let i = 0; i < a.length; i++) {
-    h ^= Math.round(a[i]! * 1e6) | 0;
-    h = Math.imul(h, 16777619);
-  }
-  return `${a.length}:${(h >>> 0).toString(16)}`;
+/** A typed array's exact bytes, one char per byte (a one-byte string in V8, safe in JSON and UTF-8 digests):
+ *  keys must tell 1e-7 from 2e-7, and -0 from 0. */
+function exactBits(a: ArrayBufferView): string {
+  const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  let s = `${a.constructor.name}:${a.byteLength}:`;
+  for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return s;
 }
 
 /** A short stable hash of a string (FNV-1a), for cache keys and file names. */
@@ -149,17 +150,4 @@ export function hashString(s: string): string {
     h2 = (Math.imul(h2, 33) + c) | 0;
   }
   return (h1 >>> 0).toString(16).padStart(8, '0') + (h2 >>> 0).toString(16).padStart(8, '0');
-}
-
-/** JSON form of the graph structure (tensor references become labels). */
-export function serializeGraph(g: Graph): string {
-  return JSON.stringify({
-    name: g.name,
-    nodes: g.nodes.map((n) => ({
-      id: n.id, op: n.op, inputs: n.inputs, meta: n.meta, requiresGrad: n.requiresGrad,
-      attrs: n.attrs === undefined ? undefined : JSON.parse(attrKey(n.attrs) || 'null'),
-      source: n.source ? (n.source.kind === 'arg' ? n.source : { kind: n.source.kind, label: n.source.label }) : undefined,
-    })),
-    outputs: g.outputs, mutations: g.mutations, gradEffects: g.gradEffects,
-  });
 }

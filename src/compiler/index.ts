@@ -2,7 +2,8 @@
 
 import { ArgumentError } from '../core/errors.js';
 import { runtime } from '../ops/dispatch.js';
-import { CompiledFunction, normalizeCaptures, resetCompiled, setStance, getStance, type CompileOptions } from './compile.js';
+import { checkEnum } from '../core/enum-arg.js';
+import { CompiledFunction, normalizeCaptures, resetCompiled, setStance as setStanceNow, getStance, type CompileMode, type CompileOptions, type Stance } from './compile.js';
 import { resetStats } from './stats.js';
 import { Tracer } from './tracer.js';
 import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
@@ -67,6 +68,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => Generator<un
 export function compile<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions): Compiled<F>;
 export function compile<M extends ModuleLike>(module: M, opts?: CompileOptions): CompiledModule<M>;
 export function compile(target: unknown, options: CompileOptions = {}): unknown {
+  if (options.mode !== undefined) checkEnum('compile', 'mode', options.mode, COMPILE_MODES);
   const opts = normalizeCaptures(options);
   if (isModuleLike(target)) {
     const m = target;
@@ -117,4 +119,13 @@ export function reset(): void {
   resetStats();
 }
 
-export { setStance, getStance };
+const COMPILE_MODES: readonly CompileMode[] = ['default', 'reduce-overhead', 'max-autotune'];
+const STANCES: readonly Stance[] = ['default', 'forceEager', 'eagerOnRecompile', 'failOnRecompile'];
+
+/** Sets how every compiled function behaves ('forceEager': run eagerly; see Stance). */
+export function setStance(s: Stance): void {
+  checkEnum('setStance', 'stance', s, STANCES);
+  setStanceNow(s);
+}
+
+export { getStance };

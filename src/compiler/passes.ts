@@ -9,7 +9,7 @@ import { setGradEnabled, isGradEnabled } from '../autograd/grad-mode.js';
 import type { Backend } from '../backend/backend.js';
 import { JsBackend } from '../backend/js/index.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { Graph, type GraphNode } from './graph.js';
+import { Graph, attrKey, type GraphNode } from './graph.js';
 import { profileSpan } from '../core/profiling.js';
 
 const FOLD_LIMIT = 4096;
@@ -47,6 +47,8 @@ export function deadCodeElimination(g: Graph): Graph {
   g.outputs.forEach(mark);
   g.mutations.forEach((m) => (mark(m.value), mark(m.target)));
   g.gradEffects.forEach((e) => (mark(e.leaf), e.value !== null && mark(e.value)));
+  // a random draw advances the global generator (as eager does) even when its values go unused
+  for (const n of g.nodes) if (n.op === 'random') mark(n.id);
   // inputs stay (they are bound by position), but an argument's .grad nothing reads (it was
   // captured in case a backward inside the function accumulates into it) goes with its guard
   const optional = (n: GraphNode) => n.source?.kind === 'arg' && n.source.grad === true;
@@ -59,17 +61,13 @@ export function commonSubexpressionElimination(g: Graph): Graph {
   const canon = (id: number) => remap.get(id) ?? id;
   for (const n of g.nodes) {
     if (n.op === 'input' || n.op === 'random') continue;
-    const key = `${n.op}|${n.inputs.map(canon).join(',')}|${attrText(n.attrs)}|${n.meta.strides.join(',')}`;
+    const key = `${n.op}|${n.inputs.map(canon).join(',')}|${attrKey(n.attrs)}|${n.meta.strides.join(',')}`;
     const prev = seen.get(key);
     if (prev !== undefined) remap.set(n.id, prev);
     else seen.set(key, n.id);
   }
   if (remap.size === 0) return g;
   return rebuild(g, (n) => !remap.has(n.id), remap);
-}
-
-function attrText(a: unknown): string {
-  return JSON.stringify(a ?? null, (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
 }
 
 let hostBackend: Backend | null = null;

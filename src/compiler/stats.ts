@@ -30,7 +30,7 @@ export interface CompilerStats {
    */
   interpretedReplays: number;
   interpretedReasons: string[];
-  /** compiled forward/backward pairs (AOTAutograd: results that require grad, backward outside) */
+  /** compiled forward/backward pairs (AOTAutograd: results that require grad, backward outside), traced or warm-started from the cache */
   aotCompiles: number;
   /** what backend: 'auto' chose in this process, and why (null: never asked) */
   autoBackend: { chosen: string; reason: string } | null;

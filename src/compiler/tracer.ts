@@ -36,6 +36,8 @@ export class Tracer implements TraceHook {
   /** concrete tensors disposed while tracing, released after the segment ran */
   readonly deferred: Tensor[] = [];
   segment = 0;
+  /** random values drawn in this segment (the placeholder offset of the next draw) */
+  private randomDrawn = 0;
 
   constructor(
     readonly name: string,
@@ -141,6 +143,12 @@ export class Tracer implements TraceHook {
     list.push(alias);
   }
 
+  drawRandom(n: number): { seed: number; offset: number } {
+    const offset = this.randomDrawn;
+    this.randomDrawn += n;
+    return { seed: 0, offset };
+  }
+
   /** A graph break without a value (explicit, or around a disabled function). */
   breakNow(reason: string): void {
     this.onBreak(this, { reason });
@@ -188,6 +196,7 @@ export class Tracer implements TraceHook {
   /** Starts a new segment after a graph break: concrete tensors are captured afresh. */
   startSegment(): void {
     this.segment++;
+    this.randomDrawn = 0;
     this.graph = new Graph(`${this.name}#${this.segment}`);
     this.valueOf.clear();
     this.inputOf.clear();

@@ -41,6 +41,12 @@ export function promoteWithScalar(t: DType, scalar: number | boolean): DType {
   return t === 'bool' ? 'int32' : t;
 }
 
+/** Whether an in-place op may write a `from` result into a `to` tensor (torch's canCast: not float into int or bool, not int into bool). */
+export function canCast(from: DType, to: DType): boolean {
+  if (isFloat(from) && !isFloat(to)) return false;
+  return !(from !== 'bool' && to === 'bool');
+}
+
 /** The float dtype an op that always yields floats (div, exp, mean) produces. */
 export function toFloat(dtype: DType): DType {
   return isFloat(dtype) ? dtype : 'float32';

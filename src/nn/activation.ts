@@ -5,6 +5,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import * as m from '../ops/math.js';
 import * as act from '../ops/activations.js';
 import { full } from '../ops/creation.js';
+import { checkEnum } from '../core/enum-arg.js';
 import { logSoftmax, softmax } from '../ops/reduce.js';
 import { Module } from './module.js';
 import { fmtNum } from './layer-norm.js';
@@ -23,10 +24,12 @@ export class ReLU extends Module {
 }
 
 export class GELU extends Module {
-  readonly approximate: 'none' | 'tanh';
-  constructor(opts: { approximate?: 'none' | 'tanh' } = {}) {
+  readonly approximate: m.GeluApproximation;
+  constructor(opts: { approximate?: m.GeluApproximation } = {}) {
     super();
-    this.approximate = opts.approximate ?? 'none';
+    const approximate = opts.approximate ?? 'none';
+    checkEnum('GELU', 'approximate', approximate, m.GELU_APPROXIMATIONS);
+    this.approximate = approximate;
   }
   forward(x: Tensor): Tensor {
     return m.gelu(x, this.approximate);

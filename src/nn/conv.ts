@@ -2,10 +2,11 @@
 // weight layouts ([out, in/groups, k...]; transposed: [in, out/groups, k...]) and default init.
 
 import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
+import { checkEnum } from '../core/enum-arg.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { zeros } from '../ops/creation.js';
 import { squeeze, unsqueeze } from '../ops/movement.js';
-import { conv1d, conv2d, convTranspose2d, type ConvPadding } from '../ops/window.js';
+import { CONV_PADDING_MODES, conv1d, conv2d, convTranspose2d, type ConvPadding } from '../ops/window.js';
 import { Module } from './module.js';
 import { resetWeightAndBias } from './init.js';
 import { checkSize } from './linear.js';
@@ -58,7 +59,7 @@ abstract class ConvNd extends Module {
       if (!v.every((x) => Number.isInteger(x) && x > 0)) throw new ArgumentError(`${name} must hold positive integers, got ${JSON.stringify(v)}`, op);
     }
     if (typeof padding === 'string') {
-      if (padding !== 'same' && padding !== 'valid') throw new ArgumentError(`padding must be a size, 'same' or 'valid', got ${JSON.stringify(padding)}`, op, "valid strings: 'same', 'valid'");
+      checkEnum(op, 'padding', padding, CONV_PADDING_MODES);
       if (padding === 'same' && stride.some((s) => s !== 1)) throw new ArgumentError("padding='same' is not supported for strided convolutions", op, 'use stride 1, or give the padding as numbers');
     } else if (!padding.every((x) => Number.isInteger(x) && x >= 0)) throw new ArgumentError(`padding must hold non-negative integers, got ${JSON.stringify(padding)}`, op);
     const groups = opts.groups ?? 1;

@@ -3,6 +3,7 @@
 // (fixed size) or, as in torch, a flat 1-D index tensor plus int32 bag start offsets.
 
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
+import { checkEnum } from '../core/enum-arg.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ones, zeros } from '../ops/creation.js';
 import { embedding } from '../ops/functional.js';
@@ -14,7 +15,8 @@ import { Module } from './module.js';
 import { normal_ } from './init.js';
 import { checkSize } from './linear.js';
 
-export type EmbeddingBagMode = 'sum' | 'mean';
+export const EMBEDDING_BAG_MODES = ['sum', 'mean'] as const;
+export type EmbeddingBagMode = (typeof EMBEDDING_BAG_MODES)[number];
 
 export interface EmbeddingBagOptions {
   mode?: EmbeddingBagMode;
@@ -35,7 +37,7 @@ export class EmbeddingBag extends Module<[Tensor, (Tensor | null)?, (Tensor | nu
     checkSize('EmbeddingBag', 'numEmbeddings', numEmbeddings);
     checkSize('EmbeddingBag', 'embeddingDim', embeddingDim);
     const mode = opts.mode ?? 'mean';
-    if (mode !== 'sum' && mode !== 'mean') throw new ArgumentError(`mode must be 'sum' or 'mean', got ${JSON.stringify(mode)}`, 'EmbeddingBag');
+    checkEnum('EmbeddingBag', 'mode', mode, EMBEDDING_BAG_MODES);
     this.numEmbeddings = numEmbeddings;
     this.embeddingDim = embeddingDim;
     this.mode = mode;

@@ -4,8 +4,6 @@ import { ArgumentError } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { zeros } from '../ops/creation.js';
 import { embedding } from '../ops/functional.js';
-import { eq, where } from '../ops/math.js';
-import { unsqueeze } from '../ops/movement.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { assign } from '../ops/inplace.js';
 import { Module } from './module.js';
@@ -13,7 +11,7 @@ import { normal_ } from './init.js';
 import { checkSize } from './linear.js';
 
 export interface EmbeddingOptions {
-  /** this row starts at zeros and never receives a gradient (torch's padding_idx) */
+  /** this row starts at zeros, is returned as stored (a loaded checkpoint's row too) and never receives a gradient (torch's padding_idx) */
   paddingIdx?: number;
   dtype?: 'float32' | 'float64';
 }
@@ -48,10 +46,7 @@ export class Embedding extends Module {
   }
 
   forward(indices: Tensor): Tensor {
-    const out = embedding(indices, this.weight);
-    if (this.paddingIdx === undefined) return out;
-    // masking the padding positions also masks their gradient, so that row stays zero
-    return where(unsqueeze(eq(indices, this.paddingIdx), -1), 0, out);
+    return embedding(indices, this.weight, { paddingIdx: this.paddingIdx });
   }
 
   override extraRepr(): string {

@@ -2,6 +2,7 @@
 // kiln.manualSeed makes every model's initial weights reproducible.
 
 import { ArgumentError, fmtShape } from '../core/errors.js';
+import { checkEnum } from '../core/enum-arg.js';
 import { isTensor, type Tensor } from '../tensor/tensor.js';
 import { scope } from '../tensor/scope.js';
 import { noGrad } from '../autograd/grad-mode.js';
@@ -42,10 +43,12 @@ export function calculateFanInAndFanOut(t: Tensor): { fanIn: number; fanOut: num
   return { fanIn: t.shape[1]! * receptive, fanOut: t.shape[0]! * receptive };
 }
 
-export type Nonlinearity = 'linear' | 'conv2d' | 'sigmoid' | 'tanh' | 'relu' | 'leaky_relu' | 'selu';
+export const NONLINEARITIES = ['linear', 'conv2d', 'sigmoid', 'tanh', 'relu', 'leaky_relu', 'selu'] as const;
+export type Nonlinearity = (typeof NONLINEARITIES)[number];
 
 /** torch's calculate_gain. */
 export function calculateGain(nonlinearity: Nonlinearity, param?: number): number {
+  checkEnum('calculateGain', 'nonlinearity', nonlinearity, NONLINEARITIES);
   switch (nonlinearity) {
     case 'linear': case 'conv2d': case 'sigmoid': return 1;
     case 'tanh': return 5 / 3;
@@ -55,7 +58,6 @@ export function calculateGain(nonlinearity: Nonlinearity, param?: number): numbe
       return Math.sqrt(2 / (1 + slope * slope));
     }
     case 'selu': return 3 / 4;
-    default: throw new ArgumentError(`unknown nonlinearity ${JSON.stringify(nonlinearity)}`, 'calculateGain');
   }
 }
 
@@ -66,10 +68,17 @@ export interface KaimingOptions {
   nonlinearity?: Nonlinearity;
 }
 
+/** The fan kaiming init scales by (mode checked). */
+function kaimingFan(op: string, t: Tensor, opts: KaimingOptions): number {
+  const mode = opts.mode ?? 'fan_in';
+  checkEnum(op, 'mode', mode, ['fan_in', 'fan_out']);
+  const { fanIn, fanOut } = calculateFanInAndFanOut(t);
+  return mode === 'fan_in' ? fanIn : fanOut;
+}
+
 /** U(-b, b) with b = gain * sqrt(3 / fan). Linear and Conv use a = sqrt(5): b = 1/sqrt(fan_in). */
 export function kaimingUniform_(t: Tensor, opts: KaimingOptions = {}): Tensor {
-  const { fanIn, fanOut } = calculateFanInAndFanOut(t);
-  const fan = (opts.mode ?? 'fan_in') === 'fan_in' ? fanIn : fanOut;
+  const fan = kaimingFan('kaimingUniform_', t, opts);
   const gain = calculateGain(opts.nonlinearity ?? 'leaky_relu', opts.a ?? 0);
   const bound = fan === 0 ? 0 : gain * Math.sqrt(3 / fan);
   return uniform_(t, -bound, bound);
@@ -77,8 +86,7 @@ export function kaimingUniform_(t: Tensor, opts: KaimingOptions = {}): Tensor {
 
 /** N(0, std) with std = gain / sqrt(fan). */
 export function kaimingNormal_(t: Tensor, opts: KaimingOptions = {}): Tensor {
-  const { fanIn, fanOut } = calculateFanInAndFanOut(t);
-  const fan = (opts.mode ?? 'fan_in') === 'fan_in' ? fanIn : fanOut;
+  const fan = kaimingFan('kaimingNormal_', t, opts);
   const gain = calculateGain(opts.nonlinearity ?? 'leaky_relu', opts.a ?? 0);
   return normal_(t, 0, fan === 0 ? 0 : gain / Math.sqrt(fan));
 }

@@ -5,6 +5,7 @@
 // unrolled over the sequence, so a compiled call traces one graph per sequence length.
 
 import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
+import { checkEnum } from '../core/enum-arg.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { zeros } from '../ops/creation.js';
 import { dropout, linear } from '../ops/functional.js';
@@ -213,7 +214,7 @@ export class RNN extends RNNBase<[Tensor, (Tensor | null)?], [Tensor, Tensor]> {
 
   constructor(inputSize: number, hiddenSize: number, opts: RNNOptions = {}) {
     const nl = opts.nonlinearity ?? 'tanh';
-    if (nl !== 'tanh' && nl !== 'relu') throw new ArgumentError(`unknown nonlinearity ${JSON.stringify(nl)}`, 'RNN', "valid values: 'tanh', 'relu'");
+    checkEnum('RNN', 'nonlinearity', nl, ['tanh', 'relu']);
     super(nl === 'tanh' ? 'RNN_TANH' : 'RNN_RELU', inputSize, hiddenSize, opts);
     this.nonlinearity = nl;
   }

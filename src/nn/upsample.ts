@@ -1,7 +1,8 @@
 // nn.Upsample: kiln.interpolate as a module (torch's Upsample(size, scale_factor, mode, align_corners)).
 
 import type { Tensor } from '../tensor/tensor.js';
-import { checkInterpolateMode, interpolate, type InterpolateOptions } from '../ops/resize.js';
+import { checkEnum } from '../core/enum-arg.js';
+import { INTERPOLATE_MODES, interpolate, type InterpolateOptions } from '../ops/resize.js';
 import { Module } from './module.js';
 
 export class Upsample extends Module {
@@ -10,7 +11,7 @@ export class Upsample extends Module {
   constructor(opts: InterpolateOptions = {}) {
     super();
     this.options = { mode: 'nearest', ...opts };
-    checkInterpolateMode('Upsample', this.options.mode);
+    checkEnum('Upsample', 'mode', this.options.mode, INTERPOLATE_MODES);
   }
 
   forward(x: Tensor): Tensor {

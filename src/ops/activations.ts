@@ -9,6 +9,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { expectTensor } from './dispatch.js';
 import * as m from './math.js';
 import { reshape, slice } from './movement.js';
+import { publicOp } from '../core/user-op.js';
 
 const SELU_ALPHA = 1.6732632423543772848170429916717;
 const SELU_SCALE = 1.0507009873554804934193349852946;
@@ -21,31 +22,31 @@ function checkNumber(op: string, name: string, v: unknown): asserts v is number 
 const nonPositive = (x: Tensor): Tensor => m.where(m.gt(x, 0), 0, x);
 
 /** x for x > 0, alpha (exp(x) - 1) otherwise. */
-export function elu(x: Tensor, alpha = 1): Tensor {
+export const elu = publicOp('elu', function elu(x: Tensor, alpha = 1): Tensor {
   expectTensor('elu', x, 'x');
   checkNumber('elu', 'alpha', alpha);
   return m.where(m.gt(x, 0), x, m.mul(m.expm1(nonPositive(x)), alpha));
-}
+});
 
 /** scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al. */
-export function selu(x: Tensor): Tensor {
+export const selu = publicOp('selu', function selu(x: Tensor): Tensor {
   expectTensor('selu', x, 'x');
   return m.where(m.gt(x, 0), m.mul(x, SELU_SCALE), m.mul(m.expm1(nonPositive(x)), SELU_SCALE * SELU_ALPHA));
-}
+});
 
 /** x for x > 0, alpha (exp(x / alpha) - 1) otherwise. */
-export function celu(x: Tensor, alpha = 1): Tensor {
+export const celu = publicOp('celu', function celu(x: Tensor, alpha = 1): Tensor {
   expectTensor('celu', x, 'x');
   checkNumber('celu', 'alpha', alpha);
   if (alpha === 0) throw new ArgumentError('alpha cannot be 0 (it divides the input)', 'celu', 'use a non-zero alpha (torch defaults to 1)');
   return m.where(m.gt(x, 0), x, m.mul(m.expm1(m.div(nonPositive(x), alpha)), alpha));
-}
+});
 
 /** x clamped to [minVal, maxVal]; the gradient is 0 at and beyond the bounds (torch). */
-export function hardtanh(x: Tensor, minVal = -1, maxVal = 1): Tensor {
+export const hardtanh = publicOp('hardtanh', function hardtanh(x: Tensor, minVal = -1, maxVal = 1): Tensor {
   expectTensor('hardtanh', x, 'x');
   return clampHard('hardtanh', x, minVal, maxVal);
-}
+});
 
 function clampHard(op: string, x: Tensor, lo: number, hi: number): Tensor {
   checkNumber(op, 'minVal', lo);
@@ -55,50 +56,50 @@ function clampHard(op: string, x: Tensor, lo: number, hi: number): Tensor {
 }
 
 /** min(max(x, 0), 6). */
-export function relu6(x: Tensor): Tensor {
+export const relu6 = publicOp('relu6', function relu6(x: Tensor): Tensor {
   expectTensor('relu6', x, 'x');
   return clampHard('relu6', x, 0, 6);
-}
+});
 
 /** relu6(x + 3) / 6. */
-export function hardsigmoid(x: Tensor): Tensor {
+export const hardsigmoid = publicOp('hardsigmoid', function hardsigmoid(x: Tensor): Tensor {
   expectTensor('hardsigmoid', x, 'x');
   return m.where(m.le(x, -3), 0, m.where(m.ge(x, 3), 1, m.div(m.add(x, 3), 6)));
-}
+});
 
 /**
  * x relu6(x + 3) / 6; gradient x / 3 + 1/2 on [-3, 3), 1 from 3 on (torch's vectorized CPU
  * kernel, which every tensor of 16+ elements takes; its scalar path gives 1.5 at exactly 3).
  */
-export function hardswish(x: Tensor): Tensor {
+export const hardswish = publicOp('hardswish', function hardswish(x: Tensor): Tensor {
   expectTensor('hardswish', x, 'x');
   return m.where(m.lt(x, -3), 0, m.where(m.lt(x, 3), m.div(m.mul(x, m.add(x, 3)), 6), x));
-}
+});
 
 /** x tanh(softplus(x)). */
-export function mish(x: Tensor): Tensor {
+export const mish = publicOp('mish', function mish(x: Tensor): Tensor {
   expectTensor('mish', x, 'x');
   return m.mul(x, m.tanh(m.softplus(x)));
-}
+});
 
 /** log(sigmoid(x)) = -softplus(-x), stable for large |x|. */
-export function logsigmoid(x: Tensor): Tensor {
+export const logsigmoid = publicOp('logsigmoid', function logsigmoid(x: Tensor): Tensor {
   expectTensor('logsigmoid', x, 'x');
   return m.neg(m.softplus(m.neg(x)));
-}
+});
 
 /** x for x >= 0, negativeSlope x otherwise. */
-export function leakyRelu(x: Tensor, negativeSlope = 0.01): Tensor {
+export const leakyRelu = publicOp('leakyRelu', function leakyRelu(x: Tensor, negativeSlope = 0.01): Tensor {
   expectTensor('leakyRelu', x, 'x');
   checkNumber('leakyRelu', 'negativeSlope', negativeSlope);
   return m.where(m.gt(x, 0), x, m.mul(x, negativeSlope));
-}
+});
 
 /**
  * x for x > 0, weight x otherwise, with one learned slope per channel (dim 1; inputs of rank < 2
  * have one channel) or one shared slope (weight of one element).
  */
-export function prelu(x: Tensor, weight: Tensor): Tensor {
+export const prelu = publicOp('prelu', function prelu(x: Tensor, weight: Tensor): Tensor {
   expectTensor('prelu', x, 'x');
   expectTensor('prelu', weight, 'weight');
   const channels = x.ndim >= 2 ? x.shape[1]! : 1;
@@ -107,14 +108,14 @@ export function prelu(x: Tensor, weight: Tensor): Tensor {
   }
   const w = weight.size === 1 || x.ndim < 2 ? reshape(weight, []) : reshape(weight, x.shape.map((s, d) => (d === 1 ? s : 1)));
   return m.where(m.gt(x, 0), x, m.mul(x, w));
-}
+});
 
 /** The gated linear unit: a * sigmoid(b) with a, b the two halves of x along dim. */
-export function glu(x: Tensor, dim = -1): Tensor {
+export const glu = publicOp('glu', function glu(x: Tensor, dim = -1): Tensor {
   expectTensor('glu', x, 'x');
   if (x.ndim === 0) throw new ShapeError('needs at least one dim, got a 0-d tensor', 'glu');
   const d = normalizeDim('glu', dim, x.ndim, x.shape);
   const n = x.shape[d]!;
   if (n % 2 !== 0) throw new ShapeError(`dim ${d} of ${fmtShape(x.shape)} has odd size ${n}: it must split into two halves`, 'glu');
   return m.mul(slice(x, d, 0, n / 2), m.sigmoid(slice(x, d, n / 2, n)));
-}
+});

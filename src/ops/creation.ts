@@ -4,12 +4,13 @@ import type { Backend } from '../backend/backend.js';
 import type { RandomDist } from '../backend/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, assertDType, typedArrayDType } from '../core/dtype.js';
-import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
+import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 import { defaultGenerator, type GeneratorState } from '../core/random.js';
 import { numel } from '../core/shape.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 import { apply, runtime, type PrimDef } from './dispatch.js';
+import { publicOp } from '../core/user-op.js';
 
 export interface CreateOptions {
   dtype?: DType;
@@ -69,7 +70,7 @@ function flattenNested(x: NestedArray, shape: readonly number[], depth: number, 
 }
 
 /** kiln.tensor(nested arrays | typed array, shape?) */
-export function tensor(data: NestedArray | TypedArray | readonly number[], optsOrShape?: CreateOptions | readonly number[], maybeOpts?: CreateOptions): Tensor {
+export const tensor = publicOp('tensor', function tensor(data: NestedArray | TypedArray | readonly number[], optsOrShape?: CreateOptions | readonly number[], maybeOpts?: CreateOptions): Tensor {
   let shape: readonly number[] | undefined;
   let opts: CreateOptions | undefined;
   if (Array.isArray(optsOrShape)) {
@@ -84,6 +85,7 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
     const dtype = opts?.dtype ?? srcDType;
     const s = shape ?? [src.length];
     if (numel(s) !== src.length) throw new ShapeError(`shape ${fmtShape(s)} needs ${numel(s)} elements, the array has ${src.length}`, 'tensor');
+    if (dtype === 'int32' && (srcDType === 'float32' || srcDType === 'float64')) checkInt32Values(src);
     const converted = dtype === srcDType ? src : TYPED_ARRAY[dtype].from(src);
     return finish(constant(converted.slice(), s, dtype), opts);
   }
@@ -94,11 +96,25 @@ export function tensor(data: NestedArray | TypedArray | readonly number[], optsO
   const flat: number[] = [];
   flattenNested(data as NestedArray, s, 0, flat, 'tensor');
   const allBool = isAllBool(data as NestedArray);
-  // as torch: all booleans -> bool, all integers -> int32 (torch's int64), else float32
-  const dtype = opts?.dtype ?? (allBool && flat.length > 0 ? 'bool' : flat.length > 0 && flat.every(Number.isInteger) ? 'int32' : 'float32');
+  // all booleans -> bool; all integers that int32 holds -> int32 (torch's int64 for integer
+  // literals; JavaScript cannot tell 3 from 3.0, so 3e9 is a float, as torch's 3e9 literal); else float32
+  const dtype = opts?.dtype ?? (allBool && flat.length > 0 ? 'bool' : flat.length > 0 && flat.every(isInt32) ? 'int32' : 'float32');
+  if (dtype === 'int32') checkInt32Values(flat);
   const finalShape = shape ?? s;
   if (numel(finalShape) !== flat.length) throw new ShapeError(`shape ${fmtShape(finalShape)} needs ${numel(finalShape)} elements, got ${flat.length}`, 'tensor');
   return finish(constant(TYPED_ARRAY[dtype].from(flat), finalShape, dtype), opts);
+});
+
+const isInt32 = (v: number) => Number.isInteger(v) && v >= -2147483648 && v <= 2147483647;
+
+/** An int32 tensor from numbers truncates them (as torch); a value int32 cannot hold is an error, not a wrapped number. */
+function checkInt32Values(values: ArrayLike<number>): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!isInt32(Math.trunc(v))) {
+      throw new DTypeError(`value ${v} (element ${i}) cannot be converted to int32 without overflow`, 'tensor', 'int32 holds integers in [-2147483648, 2147483647]; use dtype float32 or float64');
+    }
+  }
 }
 
 function isAllBool(x: NestedArray): boolean {
@@ -113,12 +129,12 @@ function checkShape(op: string, shape: unknown): asserts shape is readonly numbe
   }
 }
 
-export function full(shape: readonly number[], value: number | boolean, opts?: CreateOptions): Tensor {
+export const full = publicOp('full', function full(shape: readonly number[], value: number | boolean, opts?: CreateOptions): Tensor {
   checkShape('full', shape);
   const dtype = opts?.dtype ?? (typeof value === 'boolean' ? 'bool' : 'float32');
   assertDType(dtype, 'full');
   return finish(apply(fillPrim, [], { shape, dtype, value: Number(value) }), opts);
-}
+});
 
 interface FillAttrs { readonly shape: readonly number[]; readonly dtype: DType; readonly value: number }
 
@@ -134,14 +150,14 @@ export const fillPrim: PrimDef<FillAttrs> = {
   formatAttrs: (a) => `${fmtShape(a.shape)}, ${a.value}`,
 };
 
-export const zeros = (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 0, { dtype: 'float32', ...opts });
-export const ones = (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 1, { dtype: 'float32', ...opts });
-export const zerosLike = (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 0, { dtype: t.dtype, ...opts });
-export const onesLike = (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 1, { dtype: t.dtype, ...opts });
-export const fullLike = (t: Tensor, value: number, opts?: CreateOptions): Tensor => full(t.shape, value, { dtype: t.dtype, ...opts });
+export const zeros = publicOp('zeros', (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 0, { dtype: 'float32', ...opts }));
+export const ones = publicOp('ones', (shape: readonly number[], opts?: CreateOptions): Tensor => full(shape, 1, { dtype: 'float32', ...opts }));
+export const zerosLike = publicOp('zerosLike', (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 0, { dtype: t.dtype, ...opts }));
+export const onesLike = publicOp('onesLike', (t: Tensor, opts?: CreateOptions): Tensor => full(t.shape, 1, { dtype: t.dtype, ...opts }));
+export const fullLike = publicOp('fullLike', (t: Tensor, value: number, opts?: CreateOptions): Tensor => full(t.shape, value, { dtype: t.dtype, ...opts }));
 
 /** arange(end) | arange(start, end, step?) */
-export function arange(startOrEnd: number, end?: number, step = 1, opts?: CreateOptions): Tensor {
+export const arange = publicOp('arange', function arange(startOrEnd: number, end?: number, step = 1, opts?: CreateOptions): Tensor {
   const start = end === undefined ? 0 : startOrEnd;
   const stop = end === undefined ? startOrEnd : end;
   if (step === 0 || !Number.isFinite(step)) throw new ArgumentError(`step must be finite and non-zero, got ${step}`, 'arange');
@@ -151,23 +167,23 @@ export function arange(startOrEnd: number, end?: number, step = 1, opts?: Create
   const data = new TYPED_ARRAY[dtype](n);
   for (let i = 0; i < n; i++) data[i] = start + i * step;
   return finish(constant(data, [n], dtype), opts);
-}
+});
 
-export function linspace(start: number, end: number, steps: number, opts?: CreateOptions): Tensor {
+export const linspace = publicOp('linspace', function linspace(start: number, end: number, steps: number, opts?: CreateOptions): Tensor {
   if (!Number.isInteger(steps) || steps < 0) throw new ArgumentError(`steps must be a non-negative integer, got ${steps}`, 'linspace');
   const dtype = opts?.dtype ?? 'float32';
   const data = new TYPED_ARRAY[dtype](steps);
   const step = steps > 1 ? (end - start) / (steps - 1) : 0;
   for (let i = 0; i < steps; i++) data[i] = i < steps / 2 ? start + i * step : end - (steps - 1 - i) * step;
   return finish(constant(data, [steps], dtype), opts);
-}
+});
 
-export function eye(n: number, mCols = n, opts?: CreateOptions): Tensor {
+export const eye = publicOp('eye', function eye(n: number, mCols = n, opts?: CreateOptions): Tensor {
   const dtype = opts?.dtype ?? 'float32';
   const data = new TYPED_ARRAY[dtype](n * mCols);
   for (let i = 0; i < Math.min(n, mCols); i++) data[i * mCols + i] = 1;
   return finish(constant(data, [n, mCols], dtype), opts);
-}
+});
 
 // ---- random ----
 
@@ -185,21 +201,26 @@ export const randomPrim: PrimDef<RandomAttrs> = {
   formatAttrs: (a) => `${a.dist}${a.dist === 'integer' ? ` [${a.low}, ${a.high})` : ''} ${fmtShape(a.shape)}`,
 };
 
+/** Counters for n random values: the global generator's, or the tracer's placeholders (compiled programs reserve theirs when they run). */
+function reserveDraw(n: number): { seed: number; offset: number } {
+  return runtime.tracer ? runtime.tracer.drawRandom(n) : defaultGenerator.reserve(n);
+}
+
 function random(op: string, dist: 'uniform' | 'normal', shape: readonly number[], opts?: CreateOptions): Tensor {
   checkShape(op, shape);
   const dtype = opts?.dtype ?? 'float32';
   if (dtype !== 'float32' && dtype !== 'float64') throw new ArgumentError(`random floats need a float dtype, got ${dtype}`, op);
-  const { seed, offset } = defaultGenerator.reserve(numel(shape));
+  const { seed, offset } = reserveDraw(numel(shape));
   return finish(apply(randomPrim, [], { shape, dtype, dist, seed, offset }), opts);
 }
 
 /** Uniform on [0, 1). */
-export const rand = (shape: readonly number[], opts?: CreateOptions): Tensor => random('rand', 'uniform', shape, opts);
+export const rand = publicOp('rand', (shape: readonly number[], opts?: CreateOptions): Tensor => random('rand', 'uniform', shape, opts));
 /** Standard normal. */
-export const randn = (shape: readonly number[], opts?: CreateOptions): Tensor => random('randn', 'normal', shape, opts);
+export const randn = publicOp('randn', (shape: readonly number[], opts?: CreateOptions): Tensor => random('randn', 'normal', shape, opts));
 
 /** Integers uniform on [low, high). */
-export function randint(low: number, high: number, shape: readonly number[], opts?: CreateOptions): Tensor {
+export const randint = publicOp('randint', function randint(low: number, high: number, shape: readonly number[], opts?: CreateOptions): Tensor {
   if (!Number.isInteger(low) || !Number.isInteger(high) || high <= low) {
     throw new ArgumentError(`needs integers low < high, got ${low}, ${high}`, 'randint');
   }
@@ -207,9 +228,9 @@ export function randint(low: number, high: number, shape: readonly number[], opt
   const dtype = opts?.dtype ?? 'int32';
   // one op drawing integers directly (not float64 uniforms scaled, floored and cast): the same
   // numbers, and a GPU backend without float64 kernels can make them (random draws are uploaded)
-  const { seed, offset } = defaultGenerator.reserve(numel(shape));
+  const { seed, offset } = reserveDraw(numel(shape));
   return finish(apply(randomPrim, [], { shape, dtype, dist: 'integer', seed, offset, low, high }), opts);
-}
+});
 
 export function manualSeed(seed: number): void {
   if (!Number.isInteger(seed) || seed < 0) throw new ArgumentError(`seed must be a non-negative integer, got ${seed}`, 'manualSeed');

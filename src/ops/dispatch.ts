@@ -7,7 +7,7 @@ import { defaultEagerBackend } from '../backend/wasm/eager/index.js';
 import type { ViewArg } from '../backend/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
-import { ArgumentError, NumericsError, fmtShape } from '../core/errors.js';
+import { ArgumentError, NumericsError, OutOfMemoryError, fmtShape } from '../core/errors.js';
 import { numel } from '../core/shape.js';
 import { GradNode, edgeOf, type BackwardFn, type Edge } from '../autograd/node.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
@@ -48,6 +48,12 @@ export interface TraceHook {
   mutate(dst: Tensor, src: Tensor): void;
   /** a second handle on a traced value (`internal`: autograd's saved tensors, not the user's) */
   adopt(alias: Tensor, internal: boolean): void;
+  /**
+   * The counters of a random draw of n values while tracing: placeholders that leave the global
+   * generator alone (the compiled program reserves its draws from it each time it runs, in
+   * order, as eager does), distinct per draw so the graph's structure does not change per call.
+   */
+  drawRandom(n: number): { seed: number; offset: number };
 }
 
 export const runtime = {
@@ -93,7 +99,7 @@ export function backendOf(op: string, inputs: readonly Tensor[]): Backend {
     if (!t.hasStorage) continue;
     const tb = t.storage.backend;
     if (b && tb !== b) {
-      throw new ArgumentError(`inputs live on different backends (${b.name} and ${tb.name})`, op, 'move them to one backend with .to(name)');
+      throw new ArgumentError(`inputs live on different backends (${b.name} and ${tb.name})`, op, 'copy one to the other backend with kiln.toBackend(t, backend) (from a GPU: await kiln.toBackendAsync(t, backend)); t.to() changes the dtype, not the backend');
     }
     b = tb;
   }
@@ -110,7 +116,7 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
   } else if (meta.view) {
     out = new Tensor(inputs[0]!.storage, meta.shape, meta.view.strides, meta.view.offset, meta.dtype);
   } else {
-    out = allocate(backendOf(prim.name, inputs), meta.shape, meta.dtype);
+    out = allocate(backendOf(prim.name, inputs), meta.shape, meta.dtype, prim.name);
     // kernels may call ops for scratch work (a contiguous copy): never recorded by autograd
     const grad = isGradEnabled();
     setGradEnabled(false);
@@ -138,8 +144,16 @@ export function apply<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A):
   return out;
 }
 
-export function allocate(backend: Backend, shape: readonly number[], dtype: DType): Tensor {
-  return new Tensor(Storage.alloc(backend, dtype, numel(shape)), shape, undefined, 0, dtype);
+/** A fresh contiguous tensor; `op` names the op whose output it is in an out-of-memory error. */
+export function allocate(backend: Backend, shape: readonly number[], dtype: DType, op?: string): Tensor {
+  try {
+    return new Tensor(Storage.alloc(backend, dtype, numel(shape)), shape, undefined, 0, dtype);
+  } catch (e) {
+    if (e instanceof OutOfMemoryError && op !== undefined && e.primitive === undefined) {
+      throw new OutOfMemoryError(`its ${dtype}${fmtShape(shape)} output does not fit: ${e.detail}`, op, e.hint);
+    }
+    throw e;
+  }
 }
 
 function attachGrad<A>(prim: PrimDef<A>, inputs: readonly Tensor[], attrs: A, out: Tensor): void {

@@ -13,6 +13,7 @@ import { arange } from './creation.js';
 import { matmul } from './linalg.js';
 import { expand, permute, reshape } from './movement.js';
 import { sum } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 /** An operand with one label per dim (ellipsis dims get labels '0', '1', ... from the right). */
 interface Labelled {
@@ -36,7 +37,7 @@ function parseTerm(term: string, op: string): { labels: string[]; ellipsis: numb
   return { labels, ellipsis };
 }
 
-export function einsum(equation: string, ...operands: Tensor[]): Tensor {
+export const einsum = publicOp('einsum', function einsum(equation: string, ...operands: Tensor[]): Tensor {
   const op = 'einsum';
   if (typeof equation !== 'string') throw new ArgumentError(`equation must be a string, got ${typeof equation}`, op);
   // torch also takes the operands as one list
@@ -92,7 +93,7 @@ export function einsum(equation: string, ...operands: Tensor[]): Tensor {
   acc = sumOut(acc, new Set(output));
   const bcast = broadcastTo(acc, size);
   return permute(bcast.t, output.map((l) => bcast.labels.indexOf(l)));
-}
+});
 
 /** Merges repeated labels of one operand: x[.., i, .., i, ..] -> its diagonal. */
 function takeDiagonals(x: Labelled): Labelled {

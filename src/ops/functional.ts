@@ -13,9 +13,10 @@ import { matmul } from './linalg.js';
 import { reshape, transpose, unsqueeze } from './movement.js';
 import { cast } from './pointwise.js';
 import { mean, softmax } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 /** y = x W^T + b, with W [out, in] as in torch. */
-export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+export const linear = publicOp('linear', function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   expectTensor('linear', x, 'x');
   expectTensor('linear', weight, 'weight');
   if (weight.ndim !== 2) throw new ShapeError(`weight must be [out, in], got ${fmtShape(weight.shape)}`, 'linear');
@@ -24,18 +25,18 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   }
   const y = matmul(x, transpose(weight));
   return bias ? m.add(y, bias) : y;
-}
+});
 
 /** Upper triangle (elements with col - row >= diagonal), zeros elsewhere. */
-export function triu(x: Tensor, diagonal = 0): Tensor {
+export const triu = publicOp('triu', function triu(x: Tensor, diagonal = 0): Tensor {
   expectTensor('triu', x, 'x');
   return m.where(triangleMask(x, diagonal, true), x, 0);
-}
+});
 
-export function tril(x: Tensor, diagonal = 0): Tensor {
+export const tril = publicOp('tril', function tril(x: Tensor, diagonal = 0): Tensor {
   expectTensor('tril', x, 'x');
   return m.where(triangleMask(x, diagonal, false), x, 0);
-}
+});
 
 function triangleMask(x: Tensor, diagonal: number, upper: boolean): Tensor {
   if (x.ndim < 2) throw new ShapeError(`needs at least 2 dims, got ${fmtShape(x.shape)}`, upper ? 'triu' : 'tril');
@@ -44,17 +45,17 @@ function triangleMask(x: Tensor, diagonal: number, upper: boolean): Tensor {
   return upper ? m.ge(diff, diagonal) : m.le(diff, diagonal);
 }
 
-export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
+export const dropout = publicOp('dropout', function dropout(x: Tensor, p = 0.5, training = true): Tensor {
   expectTensor('dropout', x, 'x');
   if (!(p >= 0 && p <= 1)) throw new ArgumentError(`p must be in [0, 1], got ${p}`, 'dropout');
   if (!training || p === 0) return x;
   if (p === 1) return m.mul(x, 0);
   const keep = noGrad(() => m.ge(rand(x.shape), p));
   return m.mul(m.mul(x, keep), 1 / (1 - p));
-}
+});
 
 /** Layer norm over the trailing `normalizedShape` dims (biased variance, as torch). */
-export function layerNorm(x: Tensor, normalizedShape: readonly number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+export const layerNorm = publicOp('layerNorm', function layerNorm(x: Tensor, normalizedShape: readonly number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
   expectTensor('layerNorm', x, 'x');
   const k = normalizedShape.length;
   if (k === 0 || k > x.ndim || normalizedShape.some((s, i) => s !== x.shape[x.ndim - k + i])) {
@@ -68,7 +69,7 @@ export function layerNorm(x: Tensor, normalizedShape: readonly number[], weight?
   if (weight) y = m.mul(y, weight);
   if (bias) y = m.add(y, bias);
   return y;
-}
+});
 
 export interface BatchNormOptions {
   runningMean?: Tensor | null;
@@ -84,7 +85,7 @@ export interface BatchNormOptions {
  * Batch norm over [N, C, ...]: per-channel statistics over every dim but 1. In training
  * it returns the new running statistics for the caller to store (functional style).
  */
-export function batchNorm(x: Tensor, opts: BatchNormOptions): { output: Tensor; runningMean?: Tensor; runningVar?: Tensor } {
+export const batchNorm = publicOp('batchNorm', function batchNorm(x: Tensor, opts: BatchNormOptions): { output: Tensor; runningMean?: Tensor; runningVar?: Tensor } {
   if (x.ndim < 2) throw new ShapeError(`expects [N, C, ...], got ${fmtShape(x.shape)}`, 'batchNorm');
   const c = x.shape[1]!;
   const eps = opts.eps ?? 1e-5;
@@ -113,20 +114,30 @@ export function batchNorm(x: Tensor, opts: BatchNormOptions): { output: Tensor; 
   if (opts.weight) y = m.mul(y, reshape(opts.weight, bshape));
   if (opts.bias) y = m.add(y, reshape(opts.bias, bshape));
   return { output: y, runningMean: newMean, runningVar: newVar };
-}
+});
 
 /** Rows of `weight` picked by int32 indices of any shape. */
-export function embedding(indices: Tensor, weight: Tensor): Tensor {
+/**
+ * Rows of `weight` picked by int32 indices. `paddingIdx` (torch's padding_idx): that row is
+ * returned as stored, but receives no gradient.
+ */
+export const embedding = publicOp('embedding', function embedding(indices: Tensor, weight: Tensor, opts: { paddingIdx?: number } = {}): Tensor {
   expectTensor('embedding', indices, 'indices');
   expectTensor('embedding', weight, 'weight');
   if (indices.dtype !== 'int32') throw new DTypeError(`indices must be int32, got ${indices.dtype}`, 'embedding', 'cast with .int()');
   if (weight.ndim !== 2) throw new ShapeError(`weight must be [num, dim], got ${fmtShape(weight.shape)}`, 'embedding');
-  const flat = indexSelect(weight, 0, reshape(indices, [-1]));
-  return reshape(flat, [...indices.shape, weight.shape[1]!]);
-}
+  const p = opts.paddingIdx;
+  if (p !== undefined && (!Number.isInteger(p) || p < -weight.shape[0]! || p >= weight.shape[0]!)) {
+    throw new ArgumentError(`paddingIdx ${p} is out of range for ${weight.shape[0]} embeddings`, 'embedding', `use an index in [${-weight.shape[0]!}, ${weight.shape[0]! - 1}]`);
+  }
+  const rows = reshape(indexSelect(weight, 0, reshape(indices, [-1])), [...indices.shape, weight.shape[1]!]);
+  if (p === undefined || !rows.requiresGrad) return rows;
+  // the padding positions take the same values without autograd history: no gradient reaches that row
+  return m.where(unsqueeze(m.eq(indices, p < 0 ? p + weight.shape[0]! : p), -1), rows.detach(), rows);
+});
 
 /** softmax(q k^T / sqrt(d) + mask) v over [..., L, D]; isCausal masks future positions. */
-export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: { attnMask?: Tensor | null; isCausal?: boolean; dropoutP?: number; scale?: number; training?: boolean } = {}): Tensor {
+export const scaledDotProductAttention = publicOp('scaledDotProductAttention', function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: { attnMask?: Tensor | null; isCausal?: boolean; dropoutP?: number; scale?: number; training?: boolean } = {}): Tensor {
   expectTensor('scaledDotProductAttention', q, 'q');
   expectTensor('scaledDotProductAttention', k, 'k');
   expectTensor('scaledDotProductAttention', v, 'v');
@@ -148,5 +159,5 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts:
   let p = softmax(scores, -1);
   if (opts.dropoutP && opts.training !== false) p = dropout(p, opts.dropoutP, true);
   return matmul(p, v);
-}
+});
 

@@ -7,9 +7,9 @@ import type { Tensor } from '../tensor/tensor.js';
 import { apply, copyInto, view, type PrimDef, expectTensor, readContiguous } from './dispatch.js';
 import { contiguous, pad, reshape } from './movement.js';
 import * as m from './math.js';
-import { arange, tensor, zeros } from './creation.js';
-import { cast } from './pointwise.js';
+import { ones, tensor, zeros } from './creation.js';
 import { sum as reduceSum } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 interface DimAttrs { readonly dim: number }
 
@@ -52,12 +52,12 @@ export const gatherPrim: PrimDef<DimAttrs> = {
   formatAttrs: (a) => `dim=${a.dim}`,
 };
 
-export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+export const gather = publicOp('gather', function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   expectTensor('gather', x, 'x');
   expectTensor('gather', index, 'index');
   const d = normalizeDim('gather', dim, x.ndim, x.shape);
   return apply(gatherPrim, [x, index], { dim: d });
-}
+});
 
 /** out = self with src added at index along dim (not in place). */
 export const scatterAddPrim: PrimDef<DimAttrs> = {
@@ -93,13 +93,13 @@ function zeroPadTo(t: Tensor, shape: readonly number[]): Tensor {
   return pad(t, pads, 0);
 }
 
-export function scatterAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+export const scatterAdd = publicOp('scatterAdd', function scatterAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
   expectTensor('scatterAdd', self, 'self');
   expectTensor('scatterAdd', index, 'index');
   expectTensor('scatterAdd', src, 'src');
   const d = normalizeDim('scatterAdd', dim, self.ndim, self.shape);
   return apply(scatterAddPrim, [self, index, src], { dim: d });
-}
+});
 
 // ---- indexSelect / indexAdd over contiguous data ----
 
@@ -132,12 +132,12 @@ export const indexSelectPrim: PrimDef<DimAttrs> = {
   formatAttrs: (a) => `dim=${a.dim}`,
 };
 
-export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
+export const indexSelect = publicOp('indexSelect', function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   expectTensor('indexSelect', x, 'x');
   expectTensor('indexSelect', index, 'index');
   const d = normalizeDim('indexSelect', dim, x.ndim, x.shape);
   return apply(indexSelectPrim, [x, index], { dim: d });
-}
+});
 
 /** out = self with src[.., j, ..] added at index[j] along dim (not in place). */
 export const indexAddPrim: PrimDef<DimAttrs> = {
@@ -170,13 +170,13 @@ export const indexAddPrim: PrimDef<DimAttrs> = {
   formatAttrs: (a) => `dim=${a.dim}`,
 };
 
-export function indexAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+export const indexAdd = publicOp('indexAdd', function indexAdd(self: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
   expectTensor('indexAdd', self, 'self');
   expectTensor('indexAdd', index, 'index');
   expectTensor('indexAdd', src, 'src');
   const d = normalizeDim('indexAdd', dim, self.ndim, self.shape);
   return apply(indexAddPrim, [self, index, src], { dim: d });
-}
+});
 
 // ---- cumsum ----
 
@@ -207,30 +207,34 @@ function sumKeep(g: Tensor, dim: number): Tensor {
   return reduceSum(g, dim, true);
 }
 
-export function cumsum(x: Tensor, dim: number): Tensor {
+export const cumsum = publicOp('cumsum', function cumsum(x: Tensor, dim: number): Tensor {
   expectTensor('cumsum', x, 'x');
   const d = normalizeDim('cumsum', dim, x.ndim, x.shape);
   return apply(cumsumPrim, [x], { dim: d });
-}
+});
 
 // ---- decompositions ----
 
-/** One-hot int32 encoding of class indices (last dim gets numClasses). */
-export function oneHot(index: Tensor, numClasses = -1): Tensor {
+/**
+ * One-hot int32 encoding of class indices (last dim gets numClasses). A ones scatter, so an
+ * index outside [0, numClasses) is an IndexError (torch raises too), not a zero row.
+ */
+export const oneHot = publicOp('oneHot', function oneHot(index: Tensor, numClasses = -1): Tensor {
   expectTensor('oneHot', index, 'index');
   checkIndexTensor('oneHot', index);
   let n = numClasses;
   if (n < 0) n = index.size === 0 ? 0 : Math.max(...Array.from(index.dataSync())) + 1;
   if (!Number.isInteger(n)) throw new ArgumentError(`numClasses must be an integer, got ${numClasses}`, 'oneHot');
-  return cast(m.eq(reshape(index, [...index.shape, 1]), arange(n)), 'int32');
-}
+  const shape = [...index.shape, 1];
+  return scatterAdd(zeros([...index.shape, n], { dtype: 'int32' }), -1, reshape(index, shape), ones(shape, { dtype: 'int32' }));
+});
 
 /**
  * Indices of the non-zero elements of x, as int32 [count, x.ndim] (torch.nonzero). The output
  * size depends on the data: inside kiln.compile this is a graph break (reported with its
  * location), never a crash.
  */
-export function nonzero(x: Tensor): Tensor {
+export const nonzero = publicOp('nonzero', function nonzero(x: Tensor): Tensor {
   expectTensor('nonzero', x, 'x');
   const data = readContiguous(x, 'nonzero (its output size depends on the data)');
   const nd = x.ndim;
@@ -241,10 +245,10 @@ export function nonzero(x: Tensor): Tensor {
     for (let d = 0; d < nd; d++) out.push(Math.floor(i / strides[d]!) % x.shape[d]!);
   }
   return tensor(Int32Array.from(out), [out.length / Math.max(nd, 1), nd], { dtype: 'int32' });
-}
+});
 
 /** The elements of x where mask (same shape, bool) is true, as a 1-D tensor (torch.masked_select); data-dependent like nonzero. */
-export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
+export const maskedSelect = publicOp('maskedSelect', function maskedSelect(x: Tensor, mask: Tensor): Tensor {
   expectTensor('maskedSelect', x, 'x');
   expectTensor('maskedSelect', mask, 'mask');
   if (mask.shape.length !== x.shape.length || mask.shape.some((s, d) => s !== x.shape[d])) throw new ShapeError(`mask ${fmtShape(mask.shape)} must have the shape of x ${fmtShape(x.shape)}`, 'maskedSelect', 'expand the mask first');
@@ -252,4 +256,4 @@ export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
   const idx: number[] = [];
   for (let i = 0; i < data.length; i++) if (data[i]) idx.push(i);
   return indexSelect(reshape(x, [numel(x.shape)]), 0, tensor(Int32Array.from(idx), [idx.length], { dtype: 'int32' }));
-}
+});

@@ -8,6 +8,7 @@ import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { reshape, squeeze, transpose, unsqueeze, sumToShape } from './movement.js';
 import { broadcastStrides } from './broadcast.js';
 import { cast } from './pointwise.js';
+import { publicOp } from '../core/user-op.js';
 
 export const matmulPrim: PrimDef<Record<string, never>> = {
   name: 'matmul',
@@ -46,7 +47,7 @@ export const matmulPrim: PrimDef<Record<string, never>> = {
 };
 
 /** torch.matmul semantics, including 1-D operands. */
-export function matmul(a: Tensor, b: Tensor): Tensor {
+export const matmul = publicOp('matmul', function matmul(a: Tensor, b: Tensor): Tensor {
   expectTensor('matmul', a, 'a');
   expectTensor('matmul', b, 'b');
   a.assertAlive('matmul');
@@ -74,13 +75,13 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     }
   }
   return apply(matmulPrim, [a, b], {});
-}
+});
 
 /** Batched matmul of [B, M, K] x [B, K, N]. */
-export function bmm(a: Tensor, b: Tensor): Tensor {
+export const bmm = publicOp('bmm', function bmm(a: Tensor, b: Tensor): Tensor {
   expectTensor('bmm', a, 'a');
   expectTensor('bmm', b, 'b');
   if (a.ndim !== 3 || b.ndim !== 3) throw new ShapeError(`expects 3-D operands, got ${fmtShape(a.shape)} and ${fmtShape(b.shape)}`, 'bmm');
   return matmul(a, b);
-}
+});
 

@@ -7,19 +7,21 @@ import { isFloat } from '../core/dtype.js';
 import { shapesEqual } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { expectTensor } from './dispatch.js';
+import { checkEnum } from '../core/enum-arg.js';
 import * as m from './math.js';
 import { gather, indexSelect } from './indexing.js';
 import { reshape, unsqueeze } from './movement.js';
 import { cast } from './pointwise.js';
 import { logSoftmax, mean, sum } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 export type Reduction = 'mean' | 'sum' | 'none';
 const REDUCTIONS: readonly string[] = ['mean', 'sum', 'none'];
 
 /** Throws the typed error for a reduction that is not one of `valid` (before any work). */
 export function checkReduction<R extends string>(op: string, reduction: unknown, valid: readonly string[] = REDUCTIONS): R {
-  if (typeof reduction === 'string' && valid.includes(reduction)) return reduction as R;
-  throw new ArgumentError(`reduction must be one of ${valid.map((v) => `'${v}'`).join(', ')}, got ${JSON.stringify(reduction)}`, op);
+  checkEnum(op, 'reduction', reduction, valid);
+  return reduction as R;
 }
 
 function reduceLoss(l: Tensor, reduction: Reduction): Tensor {
@@ -42,7 +44,7 @@ function checkPositive(op: string, name: string, v: unknown, allowZero: boolean)
 // ---- classification ----
 
 /** Negative log likelihood over log-probabilities [N, C] (or [N, C, ...]) and int32 targets. */
-export function nllLoss(logProbs: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number } = {}): Tensor {
+export const nllLoss = publicOp('nllLoss', function nllLoss(logProbs: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; ignoreIndex?: number } = {}): Tensor {
   expectTensor('nllLoss', logProbs, 'logProbs');
   expectTensor('nllLoss', target, 'target');
   const reduction = checkReduction<Reduction>('nllLoss', opts.reduction ?? 'mean');
@@ -63,7 +65,7 @@ export function nllLoss(logProbs: Tensor, target: Tensor, opts: { reduction?: Re
   const losses = m.neg(m.mul(picked, w));
   if (reduction === 'mean') return m.div(sum(losses), sum(w));
   return reduceLoss(losses, reduction);
-}
+});
 
 function embeddingWeights(weight: Tensor, target: Tensor): Tensor {
   return reshape(indexSelect(weight, 0, reshape(target, [-1])), target.shape);
@@ -81,7 +83,7 @@ export interface CrossEntropyOptions {
  * Cross entropy from logits [N, C] (or [N, C, ...], or [C]) and either int32 class targets or
  * class probabilities of the logits' shape (a float target), with label smoothing and class weights.
  */
-export function crossEntropy(logits: Tensor, target: Tensor, opts: CrossEntropyOptions = {}): Tensor {
+export const crossEntropy = publicOp('crossEntropy', function crossEntropy(logits: Tensor, target: Tensor, opts: CrossEntropyOptions = {}): Tensor {
   expectTensor('crossEntropy', logits, 'logits');
   expectTensor('crossEntropy', target, 'target');
   const reduction = checkReduction<Reduction>('crossEntropy', opts.reduction ?? 'mean');
@@ -113,7 +115,7 @@ export function crossEntropy(logits: Tensor, target: Tensor, opts: CrossEntropyO
     smoothLoss = m.div(sum(smooth), sum(w));
   } else smoothLoss = reduceLoss(smooth, reduction);
   return m.add(m.mul(nll, 1 - ls), m.mul(smoothLoss, ls / nClasses));
-}
+});
 
 /** torch's soft-label form: -sum_c w_c t_c lsm_c per sample; 'mean' divides by the sample count. */
 function crossEntropyProbabilities(logits: Tensor, target: Tensor, reduction: Reduction, ls: number, opts: CrossEntropyOptions): Tensor {
@@ -133,24 +135,24 @@ function crossEntropyProbabilities(logits: Tensor, target: Tensor, reduction: Re
 
 // ---- regression ----
 
-export function mseLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {
+export const mseLoss = publicOp('mseLoss', function mseLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {
   expectTensor('mseLoss', input, 'input');
   expectTensor('mseLoss', target, 'target');
   const reduction = checkReduction<Reduction>('mseLoss', opts.reduction ?? 'mean');
   const d = m.sub(input, target);
   return reduceLoss(m.mul(d, d), reduction);
-}
+});
 
 /** Mean absolute error |input - target|. */
-export function l1Loss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {
+export const l1Loss = publicOp('l1Loss', function l1Loss(input: Tensor, target: Tensor, opts: { reduction?: Reduction } = {}): Tensor {
   expectTensor('l1Loss', input, 'input');
   expectTensor('l1Loss', target, 'target');
   const reduction = checkReduction<Reduction>('l1Loss', opts.reduction ?? 'mean');
   return reduceLoss(m.abs(m.sub(input, target)), reduction);
-}
+});
 
 /** 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: the L1 loss). */
-export function smoothL1Loss(input: Tensor, target: Tensor, opts: { reduction?: Reduction; beta?: number } = {}): Tensor {
+export const smoothL1Loss = publicOp('smoothL1Loss', function smoothL1Loss(input: Tensor, target: Tensor, opts: { reduction?: Reduction; beta?: number } = {}): Tensor {
   expectTensor('smoothL1Loss', input, 'input');
   expectTensor('smoothL1Loss', target, 'target');
   const reduction = checkReduction<Reduction>('smoothL1Loss', opts.reduction ?? 'mean');
@@ -159,10 +161,10 @@ export function smoothL1Loss(input: Tensor, target: Tensor, opts: { reduction?: 
   const ad = m.abs(m.sub(input, target));
   if (beta === 0) return reduceLoss(ad, reduction);
   return reduceLoss(quadraticThenLinear(ad, beta, 1 / beta, 1), reduction);
-}
+});
 
 /** 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta). */
-export function huberLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction; delta?: number } = {}): Tensor {
+export const huberLoss = publicOp('huberLoss', function huberLoss(input: Tensor, target: Tensor, opts: { reduction?: Reduction; delta?: number } = {}): Tensor {
   expectTensor('huberLoss', input, 'input');
   expectTensor('huberLoss', target, 'target');
   const reduction = checkReduction<Reduction>('huberLoss', opts.reduction ?? 'mean');
@@ -170,7 +172,7 @@ export function huberLoss(input: Tensor, target: Tensor, opts: { reduction?: Red
   checkPositive('huberLoss', 'delta', delta, false);
   const ad = m.abs(m.sub(input, target));
   return reduceLoss(quadraticThenLinear(ad, delta, 1, delta), reduction);
-}
+});
 
 /** The Huber family: q * d^2 / 2 for d < k, l * (d - k / 2) beyond (smooth L1: q = 1/k, l = 1; Huber: q = 1, l = k). */
 function quadraticThenLinear(d: Tensor, k: number, q: number, l: number): Tensor {
@@ -187,7 +189,7 @@ export type KlDivReduction = Reduction | 'batchmean';
  * 0 where target is 0 (torch's xlogy); `logTarget`: the target is given as log-probabilities.
  * 'batchmean' divides the sum by the batch size (dim 0), 'mean' by the element count (torch's default).
  */
-export function klDiv(input: Tensor, target: Tensor, opts: { reduction?: KlDivReduction; logTarget?: boolean } = {}): Tensor {
+export const klDiv = publicOp('klDiv', function klDiv(input: Tensor, target: Tensor, opts: { reduction?: KlDivReduction; logTarget?: boolean } = {}): Tensor {
   expectTensor('klDiv', input, 'input');
   expectTensor('klDiv', target, 'target');
   const reduction = checkReduction<KlDivReduction>('klDiv', opts.reduction ?? 'mean', [...REDUCTIONS, 'batchmean']);
@@ -200,13 +202,13 @@ export function klDiv(input: Tensor, target: Tensor, opts: { reduction?: KlDivRe
   }
   if (reduction === 'batchmean') return m.div(sum(l), l.ndim === 0 ? 1 : Math.max(l.shape[0]!, 1));
   return reduceLoss(l, reduction);
-}
+});
 
 /**
  * Binary cross entropy on probabilities: -w (t log x + (1 - t) log(1 - x)) with each log clamped
  * at -100, as torch does. Inputs outside [0, 1] give NaN (torch checks the values and raises).
  */
-export function binaryCrossEntropy(input: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null } = {}): Tensor {
+export const binaryCrossEntropy = publicOp('binaryCrossEntropy', function binaryCrossEntropy(input: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null } = {}): Tensor {
   expectTensor('binaryCrossEntropy', input, 'input');
   expectTensor('binaryCrossEntropy', target, 'target');
   const reduction = checkReduction<Reduction>('binaryCrossEntropy', opts.reduction ?? 'mean');
@@ -215,7 +217,7 @@ export function binaryCrossEntropy(input: Tensor, target: Tensor, opts: { reduct
   let l = m.neg(m.add(m.mul(y, clampedLog(input)), m.mul(m.sub(1, y), clampedLog(m.sub(1, input)))));
   if (opts.weight) l = m.mul(l, opts.weight);
   return reduceLoss(l, reduction);
-}
+});
 
 /** max(log p, -100), whose gradient is 0 (not NaN) where the clamp holds, p = 0 included. */
 function clampedLog(p: Tensor): Tensor {
@@ -225,7 +227,7 @@ function clampedLog(p: Tensor): Tensor {
 }
 
 /** Binary cross entropy on logits, in the stable form max(x,0) - x*y + log(1 + exp(-|x|)). */
-export function binaryCrossEntropyWithLogits(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; posWeight?: Tensor | null } = {}): Tensor {
+export const binaryCrossEntropyWithLogits = publicOp('binaryCrossEntropyWithLogits', function binaryCrossEntropyWithLogits(logits: Tensor, target: Tensor, opts: { reduction?: Reduction; weight?: Tensor | null; posWeight?: Tensor | null } = {}): Tensor {
   expectTensor('binaryCrossEntropyWithLogits', logits, 'logits');
   expectTensor('binaryCrossEntropyWithLogits', target, 'target');
   const reduction = checkReduction<Reduction>('binaryCrossEntropyWithLogits', opts.reduction ?? 'mean');
@@ -244,4 +246,4 @@ export function binaryCrossEntropyWithLogits(logits: Tensor, target: Tensor, opt
   }
   if (opts.weight) l = m.mul(l, opts.weight);
   return reduceLoss(l, reduction);
-}
+});

@@ -1,10 +1,12 @@
 // The pointwise math API (torch names, camelCase).
 
 import type { Tensor } from '../tensor/tensor.js';
+import { checkEnum } from '../core/enum-arg.js';
 import { pointwise, type Operand } from './pointwise.js';
+import { publicOp } from '../core/user-op.js';
 
-export const add = (a: Operand, b: Operand, alpha?: number): Tensor =>
-  alpha === undefined || alpha === 1 ? pointwise('add', [a, b]) : pointwise('add', [a, typeof b === 'number' ? b * alpha : pointwise('mul', [b, alpha])]);
+export const add = publicOp('add', (a: Operand, b: Operand, alpha?: number): Tensor =>
+  alpha === undefined || alpha === 1 ? pointwise('add', [a, b]) : pointwise('add', [a, typeof b === 'number' ? b * alpha : pointwise('mul', [b, alpha])]));
 export const sub = (a: Operand, b: Operand): Tensor => pointwise('sub', [a, b]);
 export const mul = (a: Operand, b: Operand): Tensor => pointwise('mul', [a, b]);
 export const div = (a: Operand, b: Operand): Tensor => pointwise('div', [a, b]);
@@ -45,7 +47,7 @@ export const round = (a: Tensor): Tensor => pointwise('round', [a]);
 export const reciprocal = (a: Tensor): Tensor => pointwise('reciprocal', [a]);
 export const isnan = (a: Tensor): Tensor => pointwise('isnan', [a]);
 export const isinf = (a: Tensor): Tensor => pointwise('isinf', [a]);
-export const square = (a: Tensor): Tensor => pointwise('mul', [a, a]);
+export const square = publicOp('square', (a: Tensor): Tensor => pointwise('mul', [a, a]));
 export const tan = (a: Tensor): Tensor => pointwise('tan', [a]);
 export const atan = (a: Tensor): Tensor => pointwise('atan', [a]);
 export const asin = (a: Tensor): Tensor => pointwise('asin', [a]);
@@ -62,36 +64,41 @@ export const fmod = (a: Operand, b: Operand): Tensor => pointwise('fmod', [a, b]
 export const hypot = (a: Operand, b: Operand): Tensor => pointwise('hypot', [a, b]);
 
 /** Python's modulo: a - b floor(a / b), with the sign of b (torch.remainder, computed as torch does from fmod). */
-export function remainder(a: Operand, b: Operand): Tensor {
+export const remainder = publicOp('remainder', function remainder(a: Operand, b: Operand): Tensor {
   const r = fmod(a, b);
   const bNegative = typeof b === 'number' || typeof b === 'boolean' ? Number(b) < 0 : lt(b, 0);
   return where(logicalAnd(ne(r, 0), ne(lt(r, 0), bNegative)), add(r, b), r);
-}
+});
 
 /** start + weight (end - start), in torch's two-sided form (exact at weight 0 and 1). */
-export function lerp(start: Tensor, end: Tensor, weight: Operand): Tensor {
+export const lerp = publicOp('lerp', function lerp(start: Tensor, end: Tensor, weight: Operand): Tensor {
   const diff = sub(end, start);
   if (typeof weight !== 'object') {
     const w = Number(weight);
     return Math.abs(w) < 0.5 ? add(start, mul(diff, w)) : sub(end, mul(diff, 1 - w));
   }
   return where(lt(abs(weight), 0.5), add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))));
-}
+});
+
+export const GELU_APPROXIMATIONS = ['none', 'tanh'] as const;
+export type GeluApproximation = (typeof GELU_APPROXIMATIONS)[number];
 
 /** GELU; approximate 'tanh' uses the tanh formula (as torch's approximate='tanh'). */
-export const gelu = (a: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor =>
-  pointwise(approximate === 'tanh' ? 'geluTanh' : 'gelu', [a]);
+export const gelu = publicOp('gelu', function gelu(a: Tensor, approximate: GeluApproximation = 'none'): Tensor {
+  checkEnum('gelu', 'approximate', approximate, GELU_APPROXIMATIONS);
+  return pointwise(approximate === 'tanh' ? 'geluTanh' : 'gelu', [a]);
+});
 
 /** softplus(x) = log(1 + exp(beta x)) / beta, linear above threshold (torch defaults). */
-export function softplus(a: Tensor, beta = 1, threshold = 20): Tensor {
+export const softplus = publicOp('softplus', function softplus(a: Tensor, beta = 1, threshold = 20): Tensor {
   if (beta === 1 && threshold === 20) return pointwise('softplus', [a]);
   const bx = mul(a, beta);
   return where(gt(bx, threshold), a, div(log1p(exp(bx)), beta));
-}
+});
 
-export function clamp(a: Tensor, min?: Operand | null, max?: Operand | null): Tensor {
+export const clamp = publicOp('clamp', function clamp(a: Tensor, min?: Operand | null, max?: Operand | null): Tensor {
   let r = a;
   if (min !== undefined && min !== null) r = maximum(r, min);
   if (max !== undefined && max !== null) r = minimum(r, max);
   return r === a ? pointwise('identity', [a]) : r;
-}
+});

@@ -9,6 +9,8 @@ import { arange } from './creation.js';
 import { gather } from './indexing.js';
 import { expand, narrow, pad, reshape } from './movement.js';
 import { sum } from './reduce.js';
+import { asPublicOp, publicOp } from '../core/user-op.js';
+import { checkEnum } from '../core/enum-arg.js';
 
 function checkDiagonal(op: string, k: unknown): asserts k is number {
   if (typeof k !== 'number' || !Number.isInteger(k)) throw new ArgumentError(`diagonal must be an integer, got ${String(k)}`, op);
@@ -18,7 +20,7 @@ function checkDiagonal(op: string, k: unknown): asserts k is number {
  * torch.diag: of a 2-D x, its k-th diagonal (k > 0 above the main one) as a 1-D tensor; of a
  * 1-D x, the square matrix with x on its k-th diagonal and zeros elsewhere.
  */
-export function diag(x: Tensor, diagonal = 0): Tensor {
+export const diag = publicOp('diag', function diag(x: Tensor, diagonal = 0): Tensor {
   expectTensor('diag', x, 'x');
   checkDiagonal('diag', diagonal);
   if (x.ndim === 2) return diagonalOf(x, diagonal);
@@ -30,7 +32,7 @@ export function diag(x: Tensor, diagonal = 0): Tensor {
   if (k === 0) return square;
   // above the main diagonal: k zero columns on the left and k zero rows below; below it, the mirror
   return pad(square, diagonal > 0 ? [k, 0, 0, k] : [0, k, k, 0], 0);
-}
+});
 
 /** The k-th diagonal of a matrix: element i is x[i, i + k] (k >= 0) or x[i - k, i]. */
 function diagonalOf(x: Tensor, k: number): Tensor {
@@ -43,11 +45,11 @@ function diagonalOf(x: Tensor, k: number): Tensor {
 }
 
 /** The sum of the main diagonal of a 2-D tensor. */
-export function trace(x: Tensor): Tensor {
+export const trace = publicOp('trace', function trace(x: Tensor): Tensor {
   expectTensor('trace', x, 'x');
   if (x.ndim !== 2) throw new ShapeError(`expects a 2-D tensor, got ${fmtShape(x.shape)}`, 'trace');
   return sum(diagonalOf(x, 0));
-}
+});
 
 export interface MeshgridOptions {
   /** 'ij' (matrix indexing, torch's default) or 'xy' (Cartesian: the first two outputs' dims swapped) */
@@ -61,12 +63,16 @@ export interface MeshgridOptions {
 export function meshgrid(tensors: readonly Tensor[], opts?: MeshgridOptions): Tensor[];
 export function meshgrid(...tensors: Tensor[]): Tensor[];
 export function meshgrid(...args: unknown[]): Tensor[] {
+  return asPublicOp('meshgrid', () => meshgridOf(args));
+}
+
+function meshgridOf(args: readonly unknown[]): Tensor[] {
   const list = (Array.isArray(args[0]) ? args[0] : args) as unknown[];
   const opts = (Array.isArray(args[0]) ? args[1] : undefined) as MeshgridOptions | undefined;
   list.forEach((t, i) => expectTensor('meshgrid', t, `tensors[${i}]`));
   const ts = list as Tensor[];
   const indexing = opts?.indexing ?? 'ij';
-  if (indexing !== 'ij' && indexing !== 'xy') throw new ArgumentError(`indexing must be 'ij' or 'xy', got ${JSON.stringify(indexing)}`, 'meshgrid');
+  checkEnum('meshgrid', 'indexing', indexing, ['ij', 'xy']);
   if (ts.length === 0) throw new ArgumentError('expects at least one tensor', 'meshgrid');
   ts.forEach((t, i) => {
     if (t.ndim > 1) throw new ShapeError(`tensors[${i}] must be 0-d or 1-D, got ${fmtShape(t.shape)}`, 'meshgrid');

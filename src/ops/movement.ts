@@ -7,6 +7,7 @@ import { Tensor } from '../tensor/tensor.js';
 import { apply, copyInto, type PrimDef, expectTensor } from './dispatch.js';
 import { copy } from './pointwise.js';
 import { sum } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 // ---- reshape (a view when strides allow; the caller copies otherwise) ----
 
@@ -27,44 +28,44 @@ export const viewPrim: PrimDef<ShapeAttrs> = {
   formatAttrs: (a) => fmtShape(a.shape),
 };
 
-export function reshape(x: Tensor, shape: readonly number[]): Tensor {
+export const reshape = publicOp('reshape', function reshape(x: Tensor, shape: readonly number[]): Tensor {
   expectTensor('reshape', x, 'x');
   x.assertAlive('reshape');
   checkShapeArg('reshape', shape);
   const target = inferReshape('reshape', x.shape, shape);
   if (!viewStrides(x.shape, x.strides, target)) return apply(viewPrim, [copy(x)], { shape: target });
   return apply(viewPrim, [x], { shape: target });
-}
+});
 
 /** A view with a new shape; throws when the layout needs a copy (torch's view). */
-export function viewAs(x: Tensor, shape: readonly number[]): Tensor {
+export const viewAs = publicOp('viewAs', function viewAs(x: Tensor, shape: readonly number[]): Tensor {
   expectTensor('viewAs', x, 'x');
   checkShapeArg('view', shape);
   return apply(viewPrim, [x], { shape: inferReshape('view', x.shape, shape) });
-}
+});
 
-export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
+export const flatten = publicOp('flatten', function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   expectTensor('flatten', x, 'x');
   if (x.ndim === 0) return reshape(x, [1]);
   const s = normalizeDim('flatten', startDim, x.ndim, x.shape);
   const e = normalizeDim('flatten', endDim, x.ndim, x.shape);
   const shape = [...x.shape.slice(0, s), numel(x.shape.slice(s, e + 1)), ...x.shape.slice(e + 1)];
   return reshape(x, shape);
-}
+});
 
-export function unsqueeze(x: Tensor, dim: number): Tensor {
+export const unsqueeze = publicOp('unsqueeze', function unsqueeze(x: Tensor, dim: number): Tensor {
   expectTensor('unsqueeze', x, 'x');
   const d = normalizeDim('unsqueeze', dim, x.ndim + 1);
   const shape = [...x.shape];
   shape.splice(d, 0, 1);
   return reshape(x, shape);
-}
+});
 
-export function squeeze(x: Tensor, dim?: number | readonly number[]): Tensor {
+export const squeeze = publicOp('squeeze', function squeeze(x: Tensor, dim?: number | readonly number[]): Tensor {
   expectTensor('squeeze', x, 'x');
   const dims = dim === undefined ? x.shape.map((_, i) => i) : (typeof dim === 'number' ? [dim] : dim).map((d) => normalizeDim('squeeze', d, x.ndim, x.shape));
   return reshape(x, x.shape.filter((s, i) => !(s === 1 && dims.includes(i))));
-}
+});
 
 // ---- permute ----
 
@@ -89,7 +90,7 @@ export const permutePrim: PrimDef<PermuteAttrs> = {
   formatAttrs: (a) => fmtShape(a.dims),
 };
 
-export function permute(x: Tensor, dims: readonly number[]): Tensor {
+export const permute = publicOp('permute', function permute(x: Tensor, dims: readonly number[]): Tensor {
   expectTensor('permute', x, 'x');
   if (!Array.isArray(dims) || dims.length !== x.ndim) {
     throw new ArgumentError(`dims ${JSON.stringify(dims)} must list each of the ${x.ndim} dims of ${fmtShape(x.shape)} once`, 'permute');
@@ -97,9 +98,9 @@ export function permute(x: Tensor, dims: readonly number[]): Tensor {
   const nd = dims.map((d) => normalizeDim('permute', d, x.ndim, x.shape));
   if (new Set(nd).size !== nd.length) throw new ArgumentError(`dims ${JSON.stringify(dims)} repeat a dim`, 'permute');
   return apply(permutePrim, [x], { dims: nd });
-}
+});
 
-export function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
+export const transpose = publicOp('transpose', function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
   expectTensor('transpose', x, 'x');
   if (x.ndim < 2 && dim0 === -2 && dim1 === -1) return x.ndim === 0 ? reshape(x, []) : reshape(x, x.shape);
   const a = normalizeDim('transpose', dim0, x.ndim, x.shape);
@@ -108,7 +109,7 @@ export function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
   dims[a] = b;
   dims[b] = a;
   return apply(permutePrim, [x], { dims });
-}
+});
 
 // ---- expand ----
 
@@ -138,12 +139,12 @@ export const expandPrim: PrimDef<ShapeAttrs> = {
   formatAttrs: (a) => fmtShape(a.shape),
 };
 
-export function expand(x: Tensor, shape: readonly number[]): Tensor {
+export const expand = publicOp('expand', function expand(x: Tensor, shape: readonly number[]): Tensor {
   expectTensor('expand', x, 'x');
   checkShapeArg('expand', shape, true);
   if (shapesEqual(x.shape, shape)) return apply(viewPrim, [x], { shape });
   return apply(expandPrim, [x], { shape });
-}
+});
 
 /** Sums a broadcast gradient back to the shape of the operand it came from. */
 export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
@@ -200,7 +201,7 @@ function padsAt(rank: number, dim: number, left: number, right: number): number[
   return pads;
 }
 
-export function slice(x: Tensor, dim: number, start = 0, end?: number, step = 1): Tensor {
+export const slice = publicOp('slice', function slice(x: Tensor, dim: number, start = 0, end?: number, step = 1): Tensor {
   expectTensor('slice', x, 'x');
   const d = normalizeDim('slice', dim, x.ndim, x.shape);
   const size = x.shape[d]!;
@@ -209,10 +210,10 @@ export function slice(x: Tensor, dim: number, start = 0, end?: number, step = 1)
   const s = clampIdx(start);
   const e = Math.max(s, clampIdx(end ?? size));
   return apply(slicePrim, [x], { dim: d, start: s, end: e, step });
-}
+});
 
 /** torch.narrow: length elements from start along dim (a view). */
-export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
+export const narrow = publicOp('narrow', function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
   expectTensor('narrow', x, 'x');
   const d = normalizeDim('narrow', dim, x.ndim, x.shape);
   const s = start < 0 ? start + x.shape[d]! : start;
@@ -220,10 +221,10 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
     throw new IndexError(`start ${start} + length ${length} exceeds dim ${d} of size ${x.shape[d]} in ${fmtShape(x.shape)}`, 'narrow');
   }
   return slice(x, d, s, s + length);
-}
+});
 
 /** x[..., index, ...] along dim, removing that dim (a view). */
-export function select(x: Tensor, dim: number, index: number): Tensor {
+export const select = publicOp('select', function select(x: Tensor, dim: number, index: number): Tensor {
   expectTensor('select', x, 'x');
   const d = normalizeDim('select', dim, x.ndim, x.shape);
   const size = x.shape[d]!;
@@ -232,7 +233,7 @@ export function select(x: Tensor, dim: number, index: number): Tensor {
     throw new IndexError(`index ${index} is out of range for dim ${d} of size ${size} (shape ${fmtShape(x.shape)})`, 'select');
   }
   return squeeze(slice(x, d, i, i + 1), d);
-}
+});
 
 // ---- pad (constant) ----
 
@@ -278,13 +279,13 @@ export const padPrim: PrimDef<PadAttrs> = {
 };
 
 /** torch.nn.functional.pad, constant mode: pads lists (left, right) pairs from the last dim. */
-export function pad(x: Tensor, pads: readonly number[], value = 0): Tensor {
+export const pad = publicOp('pad', function pad(x: Tensor, pads: readonly number[], value = 0): Tensor {
   expectTensor('pad', x, 'x');
   if (!Array.isArray(pads) || pads.length % 2 !== 0 || pads.length / 2 > x.ndim || !pads.every(Number.isInteger)) {
     throw new ArgumentError(`pads ${JSON.stringify(pads)} must be (left, right) integer pairs for at most ${x.ndim} dims`, 'pad');
   }
   return apply(padPrim, [x], { pads, value });
-}
+});
 
 // ---- cat ----
 
@@ -331,16 +332,16 @@ export const catPrim: PrimDef<CatAttrs> = {
   formatAttrs: (a) => `dim=${a.dim}`,
 };
 
-export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
+export const cat = publicOp('cat', function cat(tensors: readonly Tensor[], dim = 0): Tensor {
   if (Array.isArray(tensors)) tensors.forEach((t, i) => expectTensor('cat', t, `tensors[${i}]`));
   if (!Array.isArray(tensors) || tensors.length === 0 || !tensors.every((t) => t instanceof Tensor)) {
     throw new ArgumentError('expects a non-empty array of tensors', 'cat');
   }
   const d = normalizeDim('cat', dim, tensors[0]!.ndim, tensors[0]!.shape);
   return apply(catPrim, tensors, { dim: d });
-}
+});
 
-export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
+export const stack = publicOp('stack', function stack(tensors: readonly Tensor[], dim = 0): Tensor {
   if (Array.isArray(tensors)) tensors.forEach((t, i) => expectTensor('stack', t, `tensors[${i}]`));
   if (!Array.isArray(tensors) || tensors.length === 0) throw new ArgumentError('expects a non-empty array of tensors', 'stack');
   const d = normalizeDim('stack', dim, tensors[0]!.ndim + 1);
@@ -350,10 +351,10 @@ export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
     }
   }
   return cat(tensors.map((t) => unsqueeze(t, d)), d);
-}
+});
 
 /** Splits into pieces of `size` (a number) or of the listed sizes, along dim (views). */
-export function split(x: Tensor, sizeOrSections: number | readonly number[], dim = 0): Tensor[] {
+export const split = publicOp('split', function split(x: Tensor, sizeOrSections: number | readonly number[], dim = 0): Tensor[] {
   expectTensor('split', x, 'x');
   const d = normalizeDim('split', dim, x.ndim, x.shape);
   const total = x.shape[d]!;
@@ -374,20 +375,20 @@ export function split(x: Tensor, sizeOrSections: number | readonly number[], dim
     at += s;
     return r;
   });
-}
+});
 
-export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
+export const chunk = publicOp('chunk', function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
   expectTensor('chunk', x, 'x');
   const d = normalizeDim('chunk', dim, x.ndim, x.shape);
   if (!Number.isInteger(chunks) || chunks <= 0) throw new ArgumentError(`chunks must be a positive integer, got ${chunks}`, 'chunk');
   return split(x, Math.max(1, Math.ceil(x.shape[d]! / chunks)), d);
-}
+});
 
 /** A contiguous tensor with the same values (the input itself when already contiguous). */
-export function contiguous(x: Tensor): Tensor {
+export const contiguous = publicOp('contiguous', function contiguous(x: Tensor): Tensor {
   expectTensor('contiguous', x, 'x');
   return x.isContiguous ? apply(viewPrim, [x], { shape: x.shape }) : copy(x);
-}
+});
 
 function checkShapeArg(op: string, shape: unknown, allowNegOne = true): asserts shape is readonly number[] {
   if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && (d >= 0 || (allowNegOne && d === -1)))) {

@@ -2,13 +2,14 @@
 
 import { ArgumentError, ShapeError, fmtShape } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { publicOp } from '../core/user-op.js';
 import { expectTensor } from './dispatch.js';
 import * as m from './math.js';
 import { reshape } from './movement.js';
 import { mean } from './reduce.js';
 
 /** torch.nn.functional.group_norm: x [N, C, ...], statistics per sample over each group of C / numGroups channels. */
-export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+export const groupNorm = publicOp('groupNorm', function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
   const op = 'groupNorm';
   expectTensor(op, x, 'input');
   if (x.ndim < 2) throw new ShapeError(`expects input [N, C, ...], got ${fmtShape(x.shape)}`, op);
@@ -28,13 +29,13 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, 
   if (weight) y = m.mul(y, reshape(weight, channelShape));
   if (bias) y = m.add(y, reshape(bias, channelShape));
   return y;
-}
+});
 
 /** The machine epsilon torch uses when RMSNorm's eps is not given (torch.finfo(dtype).eps). */
 export const machineEpsilon = (dtype: Tensor['dtype']): number => (dtype === 'float64' ? 2 ** -52 : 2 ** -23);
 
 /** torch.nn.functional.rms_norm: x / sqrt(mean(x^2) + eps) over the trailing normalizedShape dims, times weight. */
-export function rmsNorm(x: Tensor, normalizedShape: readonly number[], weight?: Tensor | null, eps?: number | null): Tensor {
+export const rmsNorm = publicOp('rmsNorm', function rmsNorm(x: Tensor, normalizedShape: readonly number[], weight?: Tensor | null, eps?: number | null): Tensor {
   const op = 'rmsNorm';
   expectTensor(op, x, 'input');
   const k = normalizedShape.length;
@@ -47,4 +48,4 @@ export function rmsNorm(x: Tensor, normalizedShape: readonly number[], weight?: 
   const dims = normalizedShape.map((_, i) => x.ndim - k + i);
   const y = m.mul(x, m.rsqrt(m.add(mean(m.mul(x, x), dims, true), eps ?? machineEpsilon(x.dtype))));
   return weight ? m.mul(y, weight) : y;
-}
+});

@@ -12,6 +12,7 @@ import * as m from './math.js';
 import { expand, unsqueeze } from './movement.js';
 import { cast } from './pointwise.js';
 import { amax, amin, sum } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 type Dims = number | readonly number[] | undefined;
 export type NormOrder = number | 'fro';
@@ -29,11 +30,11 @@ function checkOrder(op: string, p: unknown): asserts p is NormOrder {
 }
 
 /** The vector p-norm over dims (all elements when dim is undefined); 'fro' is the 2-norm. */
-export function norm(x: Tensor, p: NormOrder = 'fro', dim?: Dims, keepdim = false): Tensor {
+export const norm = publicOp('norm', function norm(x: Tensor, p: NormOrder = 'fro', dim?: Dims, keepdim = false): Tensor {
   expectTensor('norm', x, 'x');
   checkOrder('norm', p);
   return vectorNorm(x, p === 'fro' ? 2 : p, dim, keepdim);
-}
+});
 
 function vectorNorm(x0: Tensor, p: number, dim: Dims, keepdim: boolean): Tensor {
   const x = isFloat(x0.dtype) ? x0 : cast(x0, 'float32');
@@ -56,20 +57,20 @@ function vectorNorm(x0: Tensor, p: number, dim: Dims, keepdim: boolean): Tensor 
 }
 
 /** x / max(||x||_p, eps) along dim (torch.nn.functional.normalize). */
-export function normalize(x: Tensor, p: number = 2, dim = 1, eps = 1e-12): Tensor {
+export const normalize = publicOp('normalize', function normalize(x: Tensor, p: number = 2, dim = 1, eps = 1e-12): Tensor {
   expectTensor('normalize', x, 'x');
   checkOrder('normalize', p);
   const d = normalizeDim('normalize', dim, Math.max(x.ndim, 1), x.shape);
   const n = vectorNorm(x, p, x.ndim === 0 ? undefined : d, true);
   return m.div(x, m.where(m.lt(n, eps), eps, n));
-}
+});
 
 /**
  * Cosine similarity along dim of x1 and x2 (broadcast together): sum((x1 / n1) (x2 / n2)), each
  * squared norm raised to at least eps^2. As in torch 1.13 the raise is invisible to autograd:
  * the gradient flows through the squared norm as computed (and is finite at a zero vector).
  */
-export function cosineSimilarity(x1: Tensor, x2: Tensor, dim = 1, eps = 1e-8): Tensor {
+export const cosineSimilarity = publicOp('cosineSimilarity', function cosineSimilarity(x1: Tensor, x2: Tensor, dim = 1, eps = 1e-8): Tensor {
   expectTensor('cosineSimilarity', x1, 'x1');
   expectTensor('cosineSimilarity', x2, 'x2');
   const shape = broadcastShapes('cosineSimilarity', x1.shape, x2.shape);
@@ -82,10 +83,10 @@ export function cosineSimilarity(x1: Tensor, x2: Tensor, dim = 1, eps = 1e-8): T
     return m.div(v, m.sqrt(m.add(sq, raise)));
   };
   return sum(m.mul(unit(a), unit(b)), d);
-}
+});
 
 /** Pairwise p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M]: [..., P, R]. */
-export function cdist(x1: Tensor, x2: Tensor, p = 2): Tensor {
+export const cdist = publicOp('cdist', function cdist(x1: Tensor, x2: Tensor, p = 2): Tensor {
   expectTensor('cdist', x1, 'x1');
   expectTensor('cdist', x2, 'x2');
   if (typeof p !== 'number' || !(p >= 0)) throw new ArgumentError(`p must be a non-negative number, got ${String(p)}`, 'cdist');
@@ -94,4 +95,4 @@ export function cdist(x1: Tensor, x2: Tensor, p = 2): Tensor {
   }
   const diff = m.sub(unsqueeze(x1, -2), unsqueeze(x2, -3)); // [..., P, R, M]
   return vectorNorm(diff, p, -1, false);
-}
+});

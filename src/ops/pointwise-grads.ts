@@ -67,7 +67,10 @@ const RULES: Partial<Record<ScalarOp, OperandGrads>> = {
   // a JS-number operand gets no gradient (and two numbers cannot go through a tensor op)
   div: (g, [a, b]) => [m.div(g, b!), typeof b === 'number' ? null : m.neg(m.div(m.mul(g, a!), m.mul(b, b)))],
   pow: (g, [a, b]) => {
-    const ga = m.mul(g, m.mul(b!, m.pow(a!, typeof b === 'number' ? b - 1 : m.sub(b!, 1))));
+    // d/da a^b = b a^(b-1), and 0 where b == 0 (torch's convention; the formula is 0 * inf at a == 0)
+    if (b === 0) return [m.mul(g, 0), null];
+    const gaAll = m.mul(g, m.mul(b!, m.pow(a!, typeof b === 'number' ? b - 1 : m.sub(b!, 1))));
+    const ga = typeof b === 'number' ? gaAll : m.where(m.eq(b!, 0), 0, gaAll);
     if (typeof b === 'number') return [ga, null];
     // d/db a^b = a^b ln a; defined as 0 where a == 0 (torch's convention)
     if (typeof a === 'number') return [null, m.mul(g, m.mul(m.pow(a, b), a === 0 ? 0 : Math.log(a)))];

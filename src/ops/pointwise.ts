@@ -12,6 +12,7 @@ import { Tensor } from '../tensor/tensor.js';
 import { apply, runtime, view, type PrimDef } from './dispatch.js';
 import { broadcastStrides } from './broadcast.js';
 import { POINTWISE_GRADS } from './pointwise-grads.js';
+import { publicOp } from '../core/user-op.js';
 
 export type Scalar = number | boolean;
 export type Operand = Tensor | Scalar;
@@ -135,15 +136,15 @@ export const castPrim: PrimDef<CastAttrs> = {
   formatAttrs: (a) => a.dtype,
 };
 
-export function cast(x: Tensor, dtype: DType): Tensor {
+export const cast = publicOp('cast', function cast(x: Tensor, dtype: DType): Tensor {
   assertDType(dtype, 'cast');
   return apply(castPrim, [x], { dtype });
-}
+});
 
 /** A contiguous copy (torch's clone / contiguous), same dtype. */
-export function copy(x: Tensor): Tensor {
+export const copy = publicOp('clone', function copy(x: Tensor): Tensor {
   return pointwise('identity', [x]);
-}
+});
 
 export function defaultBackendName(): string {
   return runtime.backend.name;

@@ -13,6 +13,7 @@ import * as m from './math.js';
 import { expand, reshape } from './movement.js';
 import { cast } from './pointwise.js';
 import { gather } from './indexing.js';
+import { asPublicOp, publicOp } from '../core/user-op.js';
 
 export interface ReduceAttrs {
   readonly dims: readonly number[];
@@ -72,7 +73,7 @@ function makeReducePrim(op: ReduceOp): PrimDef<ReduceAttrs> {
     },
     backward: REDUCE_GRADS[op],
     saveInputs: op !== 'sum',
-    saveOutput: op === 'max' || op === 'min' || op === 'prod',
+    saveOutput: op === 'max' || op === 'min',
     formatAttrs: (a) => `dims=${fmtShape(a.dims)}${a.keepdim ? ', keepdim' : ''}`,
   };
 }
@@ -85,12 +86,26 @@ function unreduce(g: Tensor, inShape: readonly number[], a: ReduceAttrs): Tensor
 
 const REDUCE_GRADS: Record<ReduceOp, PrimDef<ReduceAttrs>['backward']> = {
   sum: (g, ctx) => [unreduce(g, ctx.inputShapes[0]!, ctx.attrs)],
-  prod: (g, ctx) => [m.div(m.mul(unreduce(g, ctx.inputShapes[0]!, ctx.attrs), unreduce(ctx.output!, ctx.inputShapes[0]!, ctx.attrs)), ctx.inputs[0]!)],
+  prod: (g, ctx) => [prodGrad(g, ctx.inputs[0]!, ctx.attrs)],
   max: (g, ctx) => [extremeGrad(g, ctx.inputs[0]!, ctx.output!, ctx.attrs)],
   min: (g, ctx) => [extremeGrad(g, ctx.inputs[0]!, ctx.output!, ctx.attrs)],
   argmax: undefined,
   argmin: undefined,
 };
+
+/**
+ * Gradient of prod: the product of the other elements. With P the product of the slice's
+ * non-zero elements: P / x where the slice has no zero; where it has exactly one, P at the
+ * zero and 0 elsewhere; with two or more, 0 everywhere (torch's rule; out / x is 0 / 0 there).
+ */
+function prodGrad(g: Tensor, x: Tensor, a: ReduceAttrs): Tensor {
+  const isZero = m.eq(x, 0);
+  const kept = { ...a, keepdim: true };
+  const zeros = unreduce(sum(isZero, a.dims, true), x.shape, kept);
+  const p = unreduce(prod(m.where(isZero, 1, x), a.dims, true), x.shape, kept);
+  const others = m.where(m.eq(zeros, 0), m.div(p, x), m.where(m.logicalAnd(m.eq(zeros, 1), isZero), p, 0));
+  return m.mul(others, unreduce(g, x.shape, a));
+}
 
 /** Gradient of max/min: shared evenly among the elements equal to the extreme. */
 function extremeGrad(g: Tensor, x: Tensor, out: Tensor, a: ReduceAttrs): Tensor {
@@ -118,11 +133,11 @@ function reduce(op: ReduceOp, x: Tensor, dim: Dims, keepdim: boolean): Tensor {
   return apply(PRIMS[op], [x], { dims, keepdim });
 }
 
-export const sum = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('sum', x, dim, keepdim);
-export const prod = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('prod', x, dim, keepdim);
+export const sum = publicOp('sum', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('sum', x, dim, keepdim));
+export const prod = publicOp('prod', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('prod', x, dim, keepdim));
 /** Max over dims (torch.amax); with no dim, the max of all elements. The gradient is shared among ties. */
-export const amax = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim);
-export const amin = (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim);
+export const amax = publicOp('amax', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('max', x, dim, keepdim));
+export const amin = publicOp('amin', (x: Tensor, dim?: Dims, keepdim = false): Tensor => reduce('min', x, dim, keepdim));
 
 /** torch's (values, indices) result of max/min with a dim, sort, topk, kthvalue, cummax, cummin. */
 export interface ValuesIndices {
@@ -139,7 +154,7 @@ export function max(x: Tensor): Tensor;
 export function max(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
 export function max(x: Tensor, other: Tensor): Tensor;
 export function max(x: Tensor, dimOrOther?: number | Tensor, keepdim = false): Tensor | ValuesIndices {
-  return extreme('max', x, dimOrOther, keepdim);
+  return asPublicOp('max', () => extreme('max', x, dimOrOther, keepdim));
 }
 
 /** torch.min: as max, for the minimum. */
@@ -147,7 +162,7 @@ export function min(x: Tensor): Tensor;
 export function min(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
 export function min(x: Tensor, other: Tensor): Tensor;
 export function min(x: Tensor, dimOrOther?: number | Tensor, keepdim = false): Tensor | ValuesIndices {
-  return extreme('min', x, dimOrOther, keepdim);
+  return asPublicOp('min', () => extreme('min', x, dimOrOther, keepdim));
 }
 
 function extreme(op: 'max' | 'min', x: Tensor, dimOrOther: unknown, keepdim: boolean): Tensor | ValuesIndices {
@@ -167,16 +182,16 @@ function extreme(op: 'max' | 'min', x: Tensor, dimOrOther: unknown, keepdim: boo
   return { values: reshape(values, shape), indices: reshape(indices, shape) };
 }
 
-export function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
+export const argmax = publicOp('argmax', function argmax(x: Tensor, dim?: number, keepdim = false): Tensor {
   expectTensor('argmax', x, 'x');
   if (dim === undefined) return reduce('argmax', reshape(x, [-1]), 0, false);
   return reduce('argmax', x, normalizeDim('argmax', dim, x.ndim, x.shape), keepdim);
-}
-export function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
+});
+export const argmin = publicOp('argmin', function argmin(x: Tensor, dim?: number, keepdim = false): Tensor {
   expectTensor('argmin', x, 'x');
   if (dim === undefined) return reduce('argmin', reshape(x, [-1]), 0, false);
   return reduce('argmin', x, normalizeDim('argmin', dim, x.ndim, x.shape), keepdim);
-}
+});
 
 /** Validates dims (errors name `op`, the op the caller called) and counts the reduced elements. */
 function countOf(op: string, x: Tensor, dim: Dims): number {
@@ -184,18 +199,18 @@ function countOf(op: string, x: Tensor, dim: Dims): number {
   return normalizeDims(op, dim, x.ndim, x.shape).reduce((n, d) => n * x.shape[d]!, 1);
 }
 
-export function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+export const mean = publicOp('mean', function mean(x: Tensor, dim?: Dims, keepdim = false): Tensor {
   expectTensor('mean', x, 'x');
   const n = countOf('mean', x, dim);
   const xf = isFloat(x.dtype) ? x : cast(x, 'float32');
   return m.mul(sum(xf, dim, keepdim), 1 / n);
-}
+});
 
 /** Variance with Bessel's correction by default (torch's correction=1). */
-export function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+export const variance = publicOp('var', function variance(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
   expectTensor('variance', x, 'x');
   return varianceOf('var', x, dim, keepdim, correction);
-}
+});
 
 function varianceOf(op: string, x: Tensor, dim: Dims, keepdim: boolean, correction: number): Tensor {
   const n = countOf(op, x, dim);
@@ -204,10 +219,10 @@ function varianceOf(op: string, x: Tensor, dim: Dims, keepdim: boolean, correcti
   return m.mul(sum(m.mul(d, d), dim, keepdim), 1 / Math.max(n - correction, 0));
 }
 
-export function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
+export const std = publicOp('std', function std(x: Tensor, dim?: Dims, keepdim = false, correction = 1): Tensor {
   expectTensor('std', x, 'x');
   return m.sqrt(varianceOf('std', x, dim, keepdim, correction));
-}
+});
 
 /** The max along dims, detached and with infinities replaced by 0, for stable exp. */
 function stabilizer(x: Tensor, dim: Dims): Tensor {
@@ -217,26 +232,26 @@ function stabilizer(x: Tensor, dim: Dims): Tensor {
   });
 }
 
-export function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
+export const logsumexp = publicOp('logsumexp', function logsumexp(x: Tensor, dim?: Dims, keepdim = false): Tensor {
   expectTensor('logsumexp', x, 'x');
   x.assertAlive('logsumexp');
   const dims = normalizeDims('logsumexp', dim, x.ndim, x.shape);
   const s = stabilizer(x, dim);
   const r = m.add(m.log(sum(m.exp(m.sub(x, s)), dim, true)), s);
   return keepdim ? r : reshape(r, reducedShape(x.shape, dims, false));
-}
+});
 
-export function softmax(x: Tensor, dim = -1): Tensor {
+export const softmax = publicOp('softmax', function softmax(x: Tensor, dim = -1): Tensor {
   expectTensor('softmax', x, 'x');
   x.assertAlive('softmax');
   normalizeDim('softmax', dim, x.ndim, x.shape);
   const e = m.exp(m.sub(x, stabilizer(x, dim)));
   return m.div(e, sum(e, dim, true));
-}
+});
 
-export function logSoftmax(x: Tensor, dim = -1): Tensor {
+export const logSoftmax = publicOp('logSoftmax', function logSoftmax(x: Tensor, dim = -1): Tensor {
   expectTensor('logSoftmax', x, 'x');
   x.assertAlive('logSoftmax');
   normalizeDim('logSoftmax', dim, x.ndim, x.shape);
   return m.sub(x, logsumexp(x, dim, true));
-}
+});

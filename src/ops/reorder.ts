@@ -10,6 +10,7 @@ import { cat, expand, reshape, slicePrim, slice } from './movement.js';
 import { copy } from './pointwise.js';
 import { tensor } from './creation.js';
 import { indexSelect } from './indexing.js';
+import { publicOp } from '../core/user-op.js';
 
 function intList(op: string, name: string, v: unknown): number[] {
   const list = typeof v === 'number' ? [v] : v;
@@ -18,7 +19,7 @@ function intList(op: string, name: string, v: unknown): number[] {
 }
 
 /** x with the order of elements reversed along each of `dims` (a copy, as torch.flip). */
-export function flip(x: Tensor, dims: number | readonly number[]): Tensor {
+export const flip = publicOp('flip', function flip(x: Tensor, dims: number | readonly number[]): Tensor {
   expectTensor('flip', x, 'x');
   const ds = intList('flip', 'dims', dims).map((d) => normalizeDim('flip', d, x.ndim, x.shape));
   if (new Set(ds).size !== ds.length) throw new ArgumentError(`dims ${JSON.stringify(dims)} repeat a dim`, 'flip');
@@ -29,10 +30,10 @@ export function flip(x: Tensor, dims: number | readonly number[]): Tensor {
     if (n > 1) v = apply(slicePrim, [v], { dim: d, start: n - 1, end: -1, step: -1 });
   }
   return copy(v);
-}
+});
 
 /** x shifted by `shifts` along `dims`, elements wrapping around (no dims: over the flattened x). */
-export function roll(x: Tensor, shifts: number | readonly number[], dims?: number | readonly number[]): Tensor {
+export const roll = publicOp('roll', function roll(x: Tensor, shifts: number | readonly number[], dims?: number | readonly number[]): Tensor {
   expectTensor('roll', x, 'x');
   const ss = intList('roll', 'shifts', shifts);
   if (dims === undefined) {
@@ -48,10 +49,10 @@ export function roll(x: Tensor, shifts: number | readonly number[], dims?: numbe
     if (s !== 0) r = cat([slice(r, d, n - s, n), slice(r, d, 0, n - s)], d);
   });
   return r === x ? copy(x) : r;
-}
+});
 
 /** x repeated sizes[d] times along each dim (sizes may add leading dims), as torch's Tensor.repeat. */
-export function repeat(x: Tensor, sizes: readonly number[]): Tensor {
+export const repeat = publicOp('repeat', function repeat(x: Tensor, sizes: readonly number[]): Tensor {
   expectTensor('repeat', x, 'x');
   const reps = intList('repeat', 'sizes', sizes);
   if (reps.some((r) => r < 0)) throw new ArgumentError(`sizes ${JSON.stringify(sizes)} must be non-negative`, 'repeat');
@@ -64,21 +65,21 @@ export function repeat(x: Tensor, sizes: readonly number[]): Tensor {
   const expanded = expand(spread, shape.flatMap((s, i) => [reps[i]!, s]));
   const r = reshape(expanded, shape.map((s, i) => s * reps[i]!));
   return reps.every((k) => k === 1) ? copy(r) : r; // a copy, never a view of x (as torch)
-}
+});
 
 /** torch.tile: repeat, with missing leading sizes taken as 1. */
-export function tile(x: Tensor, dims: readonly number[]): Tensor {
+export const tile = publicOp('tile', function tile(x: Tensor, dims: readonly number[]): Tensor {
   expectTensor('tile', x, 'x');
   const reps = intList('tile', 'dims', dims);
   return repeat(x, [...new Array<number>(Math.max(x.ndim - reps.length, 0)).fill(1), ...reps]);
-}
+});
 
 /**
  * Each element (slice along dim) repeated `repeats` times, in place (no dim: of the flattened x).
  * repeats: a number, a list of counts, or a 1-D int32 tensor of counts (whose values set the
  * output size: inside kiln.compile that read is a graph break).
  */
-export function repeatInterleave(x: Tensor, repeats: number | readonly number[] | Tensor, dim?: number): Tensor {
+export const repeatInterleave = publicOp('repeatInterleave', function repeatInterleave(x: Tensor, repeats: number | readonly number[] | Tensor, dim?: number): Tensor {
   expectTensor('repeatInterleave', x, 'x');
   const src = dim === undefined ? reshape(x, [numel(x.shape)]) : x;
   const d = dim === undefined ? 0 : normalizeDim('repeatInterleave', dim, x.ndim, x.shape);
@@ -100,4 +101,4 @@ export function repeatInterleave(x: Tensor, repeats: number | readonly number[] 
   if (counts.some((c) => c < 0)) throw new ArgumentError(`repeat counts must be non-negative, got ${JSON.stringify(counts)}`, 'repeatInterleave');
   const index = counts.flatMap((c, i) => new Array<number>(c).fill(i));
   return indexSelect(src, d, tensor(Int32Array.from(index), [index.length], { dtype: 'int32' }));
-}
+});

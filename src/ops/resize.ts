@@ -7,6 +7,8 @@
 
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { checkEnum } from '../core/enum-arg.js';
+import { publicOp } from '../core/user-op.js';
 import { expectTensor } from './dispatch.js';
 import { tensor } from './creation.js';
 import { indexSelect } from './indexing.js';
@@ -35,19 +37,12 @@ const SPATIAL: Record<InterpolateMode, readonly number[]> = {
   nearest: [1, 2, 3], 'nearest-exact': [1, 2, 3], linear: [1], bilinear: [2], area: [1, 2],
 };
 
-/** Throws the typed error listing the valid modes unless `mode` is one. */
-export function checkInterpolateMode(op: string, mode: unknown): asserts mode is InterpolateMode {
-  if (!(INTERPOLATE_MODES as readonly unknown[]).includes(mode)) {
-    throw new ArgumentError(`unknown mode ${JSON.stringify(mode)}`, op, `valid modes: ${INTERPOLATE_MODES.map((v) => `'${v}'`).join(', ')}`);
-  }
-}
-
 /** torch.nn.functional.interpolate over [N, C, L] or [N, C, H, W]. */
-export function interpolate(x: Tensor, opts: InterpolateOptions = {}): Tensor {
+export const interpolate = publicOp('interpolate', function interpolate(x: Tensor, opts: InterpolateOptions = {}): Tensor {
   const op = 'interpolate';
   expectTensor(op, x, 'input');
   const mode = opts.mode ?? 'nearest';
-  checkInterpolateMode(op, mode);
+  checkEnum(op, 'mode', mode, INTERPOLATE_MODES);
   const dims = x.ndim - 2;
   if (!SPATIAL[mode].includes(dims)) {
     throw new ShapeError(`mode '${mode}' expects ${SPATIAL[mode].map((d) => `${d + 2}-D`).join(' or ')} input [N, C, ...], got ${fmtShape(x.shape)}`, op, mode === 'linear' ? "use 'bilinear' for 4-D input" : mode === 'bilinear' ? "use 'linear' for 3-D input" : undefined);
@@ -73,7 +68,7 @@ export function interpolate(x: Tensor, opts: InterpolateOptions = {}): Tensor {
     }
   }
   return y;
-}
+});
 
 function outputSizes(op: string, inSizes: readonly number[], opts: InterpolateOptions): { outSizes: number[]; scales: (number | null)[] } {
   const dims = inSizes.length;
@@ -134,19 +129,19 @@ function linearAlong(x: Tensor, dim: number, n: number, out: number, alignCorner
 // ---- adaptive pooling ----
 
 /** torch.nn.functional.adaptive_avg_pool2d over [N, C, H, W] or [C, H, W]; null keeps a size. */
-export function adaptiveAvgPool2d(x: Tensor, outputSize: number | readonly (number | null)[]): Tensor {
+export const adaptiveAvgPool2d = publicOp('adaptiveAvgPool2d', function adaptiveAvgPool2d(x: Tensor, outputSize: number | readonly (number | null)[]): Tensor {
   return adaptive('adaptiveAvgPool2d', x, outputSize, 2, 'avg');
-}
+});
 
 /** torch.nn.functional.adaptive_avg_pool1d over [N, C, L] or [C, L]. */
-export function adaptiveAvgPool1d(x: Tensor, outputSize: number): Tensor {
+export const adaptiveAvgPool1d = publicOp('adaptiveAvgPool1d', function adaptiveAvgPool1d(x: Tensor, outputSize: number): Tensor {
   return adaptive('adaptiveAvgPool1d', x, outputSize, 1, 'avg');
-}
+});
 
 /** torch.nn.functional.adaptive_max_pool2d (values only) over [N, C, H, W] or [C, H, W]. */
-export function adaptiveMaxPool2d(x: Tensor, outputSize: number | readonly (number | null)[]): Tensor {
+export const adaptiveMaxPool2d = publicOp('adaptiveMaxPool2d', function adaptiveMaxPool2d(x: Tensor, outputSize: number | readonly (number | null)[]): Tensor {
   return adaptive('adaptiveMaxPool2d', x, outputSize, 2, 'max');
-}
+});
 
 function adaptive(op: string, x: Tensor, outputSize: number | readonly (number | null)[], dims: number, kind: 'avg' | 'max'): Tensor {
   expectTensor(op, x, 'input');

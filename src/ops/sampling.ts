@@ -15,13 +15,14 @@ import { narrow, reshape, unsqueeze } from './movement.js';
 import { cast } from './pointwise.js';
 import { sum } from './reduce.js';
 import { argsort, topk } from './sorting.js';
+import { publicOp } from '../core/user-op.js';
 
 /**
  * numSamples int32 category indices per row of weights [C] or [N, C] (non-negative, not
  * necessarily normalized), drawn in proportion to the weights, with or without replacement.
  * Eager calls check the weights (torch's errors); compiled code cannot read them and does not.
  */
-export function multinomial(input: Tensor, numSamples: number, replacement = false): Tensor {
+export const multinomial = publicOp('multinomial', function multinomial(input: Tensor, numSamples: number, replacement = false): Tensor {
   expectTensor('multinomial', input, 'input');
   if (input.ndim !== 1 && input.ndim !== 2) throw new ShapeError(`input must be [C] or [N, C] weights, got ${fmtShape(input.shape)}`, 'multinomial');
   if (typeof replacement !== 'boolean') throw new ArgumentError(`replacement must be true or false, got ${JSON.stringify(replacement)}`, 'multinomial');
@@ -51,7 +52,7 @@ export function multinomial(input: Tensor, numSamples: number, replacement = fal
     out = topk(keys, numSamples, 1).indices;
   }
   return input.ndim === 1 ? reshape(out, [numSamples]) : out;
-}
+});
 
 function checkWeights(input: Tensor, numSamples: number, replacement: boolean): void {
   const data = readContiguous(input, 'multinomial');
@@ -74,10 +75,10 @@ function checkWeights(input: Tensor, numSamples: number, replacement: boolean): 
 }
 
 /** A random permutation of 0 .. n-1 (int32): the order of n random 48-bit keys (two 24-bit draws). */
-export function randperm(n: number): Tensor {
+export const randperm = publicOp('randperm', function randperm(n: number): Tensor {
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`n must be a non-negative integer, got ${n}`, 'randperm');
   const high = rand([n]), low = rand([n]);
   // lexicographic order of (high, low): a stable sort by high of the order by low
   const byLow = argsort(low);
   return gather(byLow, 0, argsort(gather(high, 0, byLow)));
-}
+});

@@ -13,6 +13,7 @@ import { reshape } from './movement.js';
 import { cast } from './pointwise.js';
 import { flip } from './reorder.js';
 import type { ValuesIndices } from './reduce.js';
+import { publicOp } from '../core/user-op.js';
 
 interface DimAttrs { readonly dim: number }
 interface IndexScanAttrs { readonly dim: number; readonly op: Extract<ScanOp, 'argmax' | 'argmin'> }
@@ -59,12 +60,12 @@ function scanDim(op: string, x: Tensor, dim: number): { xs: Tensor; d: number } 
 }
 
 /** The running product along dim (bool and int32 inputs give int32, wrapping as int32 does). */
-export function cumprod(x: Tensor, dim: number): Tensor {
+export const cumprod = publicOp('cumprod', function cumprod(x: Tensor, dim: number): Tensor {
   expectTensor('cumprod', x, 'x');
   const { xs, d } = scanDim('cumprod', x, dim);
   const input = xs.dtype === 'bool' ? cast(xs, 'int32') : xs;
   return reshape(apply(cumprodPrim, [input], { dim: d }), x.shape);
-}
+});
 
 function cumExtreme(op: 'cummax' | 'cummin', x: Tensor, dim: number): ValuesIndices {
   expectTensor(op, x, 'x');
@@ -75,6 +76,6 @@ function cumExtreme(op: 'cummax' | 'cummin', x: Tensor, dim: number): ValuesIndi
 }
 
 /** The running maximum along dim and the index where it was found (the later one at ties). */
-export const cummax = (x: Tensor, dim: number): ValuesIndices => cumExtreme('cummax', x, dim);
+export const cummax = publicOp('cummax', (x: Tensor, dim: number): ValuesIndices => cumExtreme('cummax', x, dim));
 /** The running minimum along dim and the index where it was found (the later one at ties). */
-export const cummin = (x: Tensor, dim: number): ValuesIndices => cumExtreme('cummin', x, dim);
+export const cummin = publicOp('cummin', (x: Tensor, dim: number): ValuesIndices => cumExtreme('cummin', x, dim));

@@ -13,6 +13,7 @@ import { gather } from './indexing.js';
 import { narrow, reshape, squeeze, unsqueeze } from './movement.js';
 import { tensor } from './creation.js';
 import { sum, type ValuesIndices } from './reduce.js';
+import { asPublicOp, publicOp } from '../core/user-op.js';
 
 interface SortAttrs { readonly dim: number; readonly descending: boolean }
 
@@ -38,15 +39,15 @@ function alongDim<T extends Tensor | ValuesIndices>(op: string, x: Tensor, dim: 
 }
 
 /** The int32 permutation that sorts x along dim (stable: ties keep their order). */
-export function argsort(x: Tensor, dim = -1, descending = false, stable = false): Tensor {
+export const argsort = publicOp('argsort', function argsort(x: Tensor, dim = -1, descending = false, stable = false): Tensor {
   expectTensor('argsort', x, 'x');
   checkFlag('argsort', 'descending', descending);
   checkFlag('argsort', 'stable', stable); // every kiln sort is stable
   return alongDim('argsort', x, dim, (xs, d) => apply(argsortPrim, [xs], { dim: d, descending }));
-}
+});
 
 /** x sorted along dim, with the int32 indices of the sorted elements. */
-export function sort(x: Tensor, dim = -1, descending = false, stable = false): ValuesIndices {
+export const sort = publicOp('sort', function sort(x: Tensor, dim = -1, descending = false, stable = false): ValuesIndices {
   expectTensor('sort', x, 'x');
   checkFlag('sort', 'descending', descending);
   checkFlag('sort', 'stable', stable);
@@ -54,7 +55,7 @@ export function sort(x: Tensor, dim = -1, descending = false, stable = false): V
     const indices = apply(argsortPrim, [xs], { dim: d, descending });
     return { values: gather(xs, d, indices), indices };
   });
-}
+});
 
 function checkK(op: string, k: unknown, lo: number, n: number, x: Tensor, d: number): asserts k is number {
   if (typeof k !== 'number' || !Number.isInteger(k) || k < lo || k > n) {
@@ -63,7 +64,7 @@ function checkK(op: string, k: unknown, lo: number, n: number, x: Tensor, d: num
 }
 
 /** The k largest (or smallest) elements along dim and their indices, in sorted order. */
-export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
+export const topk = publicOp('topk', function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
   expectTensor('topk', x, 'x');
   checkFlag('topk', 'largest', largest);
   checkFlag('topk', 'sorted', sorted); // always returned sorted (any order is allowed when false)
@@ -72,10 +73,10 @@ export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = tr
     const indices = narrow(apply(argsortPrim, [xs], { dim: d, descending: largest }), d, 0, k);
     return { values: gather(xs, d, indices), indices };
   });
-}
+});
 
 /** The k-th smallest element (k from 1) along dim and its index. */
-export function kthvalue(x: Tensor, k: number, dim = -1, keepdim = false): ValuesIndices {
+export const kthvalue = publicOp('kthvalue', function kthvalue(x: Tensor, k: number, dim = -1, keepdim = false): ValuesIndices {
   expectTensor('kthvalue', x, 'x');
   checkFlag('kthvalue', 'keepdim', keepdim);
   return alongDim('kthvalue', x, dim, (xs, d) => {
@@ -84,13 +85,13 @@ export function kthvalue(x: Tensor, k: number, dim = -1, keepdim = false): Value
     const values = gather(xs, d, idx);
     return keepdim ? { values, indices: idx } : { values: squeeze(values, d), indices: squeeze(idx, d) };
   });
-}
+});
 
 /**
  * The bucket of each input value among sorted 1-D `boundaries`: i with b[i-1] < x <= b[i]
  * (right: b[i-1] <= x < b[i]), as int32; NaN falls past the last boundary, as in torch.
  */
-export function bucketize(input: Tensor | number, boundaries: Tensor, opts: { right?: boolean } = {}): Tensor {
+export const bucketize = publicOp('bucketize', function bucketize(input: Tensor | number, boundaries: Tensor, opts: { right?: boolean } = {}): Tensor {
   expectTensor('bucketize', boundaries, 'boundaries');
   if (typeof input !== 'number') expectTensor('bucketize', input, 'input');
   if (boundaries.ndim !== 1) throw new ArgumentError(`boundaries must be 1-D, got ${fmtShape(boundaries.shape)}`, 'bucketize');
@@ -101,7 +102,7 @@ export function bucketize(input: Tensor | number, boundaries: Tensor, opts: { ri
   // comparisons with NaN are not reliable in fast-math C)
   const xs = unsqueeze(x, -1);
   return sum(m.logicalOr(right ? m.le(boundaries, xs) : m.lt(boundaries, xs), m.isnan(xs)), -1);
-}
+});
 
 export interface UniqueOptions {
   /** ignored: the values are always sorted (torch leaves the order unspecified when false) */
@@ -127,6 +128,10 @@ export interface UniqueResult {
 export function unique(x: Tensor, opts?: UniqueOptions & { returnInverse?: false; returnCounts?: false }): Tensor;
 export function unique(x: Tensor, opts: UniqueOptions): UniqueResult;
 export function unique(x: Tensor, opts: UniqueOptions = {}): Tensor | UniqueResult {
+  return asPublicOp('unique', () => uniqueOf(x, opts));
+}
+
+function uniqueOf(x: Tensor, opts: UniqueOptions): Tensor | UniqueResult {
   expectTensor('unique', x, 'x');
   for (const k of ['sorted', 'returnInverse', 'returnCounts'] as const) if (opts[k] !== undefined) checkFlag('unique', k, opts[k]);
   const dim = opts.dim === undefined ? null : normalizeDim('unique', opts.dim, x.ndim, x.shape);

@@ -10,6 +10,8 @@ import { matmul } from './linalg.js';
 import * as m from './math.js';
 import { amax, sum } from './reduce.js';
 import { tensor } from './creation.js';
+import { checkEnum } from '../core/enum-arg.js';
+import { publicOp } from '../core/user-op.js';
 
 type Pair = number | readonly [number, number];
 const pair = (op: string, name: string, v: Pair): [number, number] => {
@@ -81,7 +83,7 @@ function col2im(cols: Tensor, geom: WindowGeometry): Tensor {
 /** Zero padding: a size or pair, 'valid' (none) or 'same' (stride 1: output size = input size). */
 export type ConvPadding = Pair | 'valid' | 'same';
 
-const PADDING_MODES = ['same', 'valid'] as const;
+export const CONV_PADDING_MODES = ['same', 'valid'] as const;
 
 /**
  * Padding of each spatial dim as [before, after]. 'same' splits d (k - 1) as torch does:
@@ -89,9 +91,7 @@ const PADDING_MODES = ['same', 'valid'] as const;
  */
 function convPads(op: string, padding: ConvPadding, kernel: readonly number[], dilation: readonly number[], stride: readonly number[]): [number, number][] {
   if (typeof padding === 'string') {
-    if (!(PADDING_MODES as readonly string[]).includes(padding)) {
-      throw new ArgumentError(`padding must be a size, a pair, 'same' or 'valid', got ${JSON.stringify(padding)}`, op, `valid strings: ${PADDING_MODES.map((m) => `'${m}'`).join(', ')}`);
-    }
+    checkEnum(op, 'padding', padding, CONV_PADDING_MODES);
     if (padding === 'valid') return kernel.map(() => [0, 0]);
     if (stride.some((s) => s !== 1)) throw new ArgumentError(`padding='same' is not supported for strided convolutions (stride ${stride.join(',')})`, op, 'use stride 1, or give the padding as numbers');
     return kernel.map((k, i) => {
@@ -131,9 +131,9 @@ export interface Conv2dOptions {
 }
 
 /** torch.nn.functional.conv2d: x [N, Cin, H, W], weight [Cout, Cin/groups, KH, KW]. */
-export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv2dOptions = {}): Tensor {
+export const conv2d = publicOp('conv2d', function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv2dOptions = {}): Tensor {
   return conv2dAs('conv2d', x, weight, bias, opts);
-}
+});
 
 function conv2dAs(op: string, x: Tensor, weight: Tensor, bias: Tensor | null | undefined, opts: Conv2dOptions): Tensor {
   expectTensor(op, x, 'x');
@@ -172,7 +172,7 @@ export interface Conv1dOptions {
 }
 
 /** torch.nn.functional.conv1d: x [N, Cin, L] (or [Cin, L]), weight [Cout, Cin/groups, K]; a conv2d over a height of 1. */
-export function conv1d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv1dOptions = {}): Tensor {
+export const conv1d = publicOp('conv1d', function conv1d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Conv1dOptions = {}): Tensor {
   expectTensor('conv1d', x, 'x');
   expectTensor('conv1d', weight, 'weight');
   if (x.ndim === 2) return squeeze(conv1d(unsqueeze(x, 0), weight, bias, opts), 0);
@@ -190,7 +190,7 @@ export function conv1d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: Co
     groups: opts.groups,
   });
   return squeeze(y, 2);
-}
+});
 
 export interface ConvTranspose2dOptions {
   stride?: Pair;
@@ -205,7 +205,7 @@ export interface ConvTranspose2dOptions {
  * KH, KW]; the adjoint of conv2d, so it is a matmul into columns and col2im (which sums overlaps).
  * Output size (H - 1) stride - 2 padding + dilation (KH - 1) + outputPadding + 1.
  */
-export function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: ConvTranspose2dOptions = {}): Tensor {
+export const convTranspose2d = publicOp('convTranspose2d', function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null, opts: ConvTranspose2dOptions = {}): Tensor {
   const op = 'convTranspose2d';
   expectTensor(op, x, 'x');
   expectTensor(op, weight, 'weight');
@@ -238,7 +238,7 @@ export function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null,
   let out = col2im(cols, geom);
   if (bias) out = m.add(out, reshape(bias, [cout, 1, 1]));
   return out;
-}
+});
 
 export interface Pool2dOptions {
   /** default: the kernel size */
@@ -301,15 +301,15 @@ function poolWindows(op: string, x: Tensor, kernel: Pair, opts: Pool2dOptions, p
 }
 
 /** Max pooling over [N, C, H, W] or [C, H, W] (torch's max_pool2d; a NaN in a window wins). */
-export function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {}): Tensor {
+export const maxPool2d = publicOp('maxPool2d', function maxPool2d(x: Tensor, kernelSize: Pair, opts: Pool2dOptions = {}): Tensor {
   expectTensor('maxPool2d', x, 'x');
   if (x.ndim === 3) return squeeze(maxPool2d(unsqueeze(x, 0), kernelSize, opts), 0);
   const { cols, geom } = poolWindows('maxPool2d', x, kernelSize, opts, -Infinity);
   return reshape(amax(cols, 2), [geom.n, geom.c, geom.oh, geom.ow]);
-}
+});
 
 /** Average pooling (torch's avg_pool2d: countIncludePad true by default, divisorOverride, ceilMode). */
-export function avgPool2d(x: Tensor, kernelSize: Pair, opts: AvgPool2dOptions = {}): Tensor {
+export const avgPool2d = publicOp('avgPool2d', function avgPool2d(x: Tensor, kernelSize: Pair, opts: AvgPool2dOptions = {}): Tensor {
   const op = 'avgPool2d';
   expectTensor(op, x, 'x');
   if (x.ndim === 3) return squeeze(avgPool2d(unsqueeze(x, 0), kernelSize, opts), 0);
@@ -329,4 +329,4 @@ export function avgPool2d(x: Tensor, kernelSize: Pair, opts: AvgPool2dOptions = 
   const divisor = new Float64Array(geom.oh * geom.ow);
   rowCounts.forEach((r, i) => colCounts.forEach((c, j) => (divisor[i * geom.ow + j] = r * c)));
   return m.div(sums, tensor(divisor, [geom.oh, geom.ow], { dtype: x.dtype }));
-}
+});

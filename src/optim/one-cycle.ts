@@ -4,6 +4,7 @@
 // scheduled hyperparameter of each group (ParamGroup.schedule), which step() reads.
 
 import { ArgumentError } from '../core/errors.js';
+import { checkEnum } from '../core/enum-arg.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { runtime } from '../ops/dispatch.js';
 import { add, cos, div, le, mul, sub, where } from '../ops/math.js';
@@ -66,7 +67,7 @@ export class OneCycleLR extends LRScheduler {
     const pct = opts.pctStart ?? 0.3;
     if (!(pct >= 0 && pct <= 1)) throw new ArgumentError(`pctStart must be in [0, 1], got ${pct}`, op);
     const anneal = opts.annealStrategy ?? 'cos';
-    if (!(ANNEAL as readonly string[]).includes(anneal)) throw new ArgumentError(`annealStrategy must be one of ${ANNEAL.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(anneal)}`, op);
+    checkEnum(op, 'annealStrategy', anneal, ANNEAL);
     const divFactor = opts.divFactor ?? 25, finalDiv = opts.finalDivFactor ?? 1e4;
     const lrs = perGroup('maxLr', maxLr).map((max) => ({ initial: max / divFactor, max, min: max / divFactor / finalDiv }));
     const cycle = opts.cycleMomentum ?? true;

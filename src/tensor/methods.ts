@@ -1,8 +1,8 @@
 // Tensor methods (torch names, camelCase): thin wrappers over the op functions,
 // attached here so tensor.ts depends on nothing above it.
 
-import type { DType, TypedArray } from '../core/dtype.js';
-import { ArgumentError, fmtShape } from '../core/errors.js';
+import { canCast, type DType, type TypedArray } from '../core/dtype.js';
+import { ArgumentError, DTypeError, fmtShape } from '../core/errors.js';
 import { Tensor } from './tensor.js';
 import { formatTensor } from './format.js';
 import * as m from '../ops/math.js';
@@ -15,6 +15,7 @@ import { cast, copy, type Operand } from '../ops/pointwise.js';
 import { alias, readContiguous } from '../ops/dispatch.js';
 import { assign, checkInplace } from '../ops/inplace.js';
 import { backward, type BackwardOptions } from '../autograd/engine.js';
+import { publicOp } from '../core/user-op.js';
 
 type Dims = number | readonly number[] | undefined;
 
@@ -148,11 +149,12 @@ function shapeArgs(op: string, args: readonly unknown[]): number[] {
 }
 
 const binary = { add: m.add, sub: m.sub, mul: m.mul, div: m.div, pow: m.pow, maximum: m.maximum, minimum: m.minimum, eq: m.eq, ne: m.ne, lt: m.lt, le: m.le, gt: m.gt, ge: m.ge, logicalAnd: m.logicalAnd, logicalOr: m.logicalOr, logicalXor: m.logicalXor };
-for (const [name, f] of Object.entries(binary)) P[name] = function (this: Tensor, o: Operand, alpha?: number) { return (f as (a: Operand, b: Operand, c?: number) => Tensor)(this, o, alpha); };
+for (const [name, f] of Object.entries(binary)) P[name] = publicOp(name, function (this: Tensor, o: Operand, alpha?: number) { return (f as (a: Operand, b: Operand, c?: number) => Tensor)(this, o, alpha); });
 const unary = { logicalNot: m.logicalNot, neg: m.neg, abs: m.abs, exp: m.exp, log: m.log, log1p: m.log1p, expm1: m.expm1, sqrt: m.sqrt, rsqrt: m.rsqrt, sin: m.sin, cos: m.cos, tanh: m.tanh, sigmoid: m.sigmoid, relu: m.relu, silu: m.silu, erf: m.erf, sign: m.sign, floor: m.floor, ceil: m.ceil, round: m.round, reciprocal: m.reciprocal, square: m.square, contiguous: mv.contiguous, clone: copy };
-for (const [name, f] of Object.entries(unary)) P[name] = function (this: Tensor) { return f(this); };
+for (const [name, f] of Object.entries(unary)) P[name] = publicOp(name, function (this: Tensor) { return f(this); });
 
-Object.assign(P, {
+// every method is a public op: errors raised inside name it (src/core/user-op.ts)
+const methods: Record<string, (...a: never[]) => unknown> = {
   gelu(this: Tensor, approximate?: 'none' | 'tanh') { return m.gelu(this, approximate); },
   softplus(this: Tensor, beta?: number, threshold?: number) { return m.softplus(this, beta, threshold); },
   clamp(this: Tensor, min?: Operand | null, max?: Operand | null) { return m.clamp(this, min, max); },
@@ -234,7 +236,8 @@ Object.assign(P, {
     else if (this.requiresGrad) suffix.push('requiresGrad=true');
     return formatTensor(readContiguous(this), this.shape, this.dtype, suffix);
   },
-});
+};
+for (const [name, f] of Object.entries(methods)) P[name] = publicOp(name, f);
 
 // `if (t > 0)`, `+t`, `${t}`: a one-element tensor converts like torch's bool()/float()
 (P as Record<symbol, unknown>)[Symbol.toPrimitive] = function (this: Tensor, hint: string) {
@@ -254,6 +257,9 @@ function inplace(t: Tensor, op: string, compute: () => Tensor): Tensor {
   checkInplace(t, op); // before computing: no graph node for a write that is refused
   const v = compute();
   try {
+    if (!canCast(v.dtype, t.dtype)) {
+      throw new DTypeError(`result type ${v.dtype} can't be cast to the desired output type ${t.dtype}`, op, `the result of ${op.slice(0, -1)} is ${v.dtype}: use the out-of-place ${op.slice(0, -1)} (or cast this tensor first, e.g. t.float())`);
+    }
     assign(t, v, op);
   } finally {
     v.dispose();

@@ -2,6 +2,7 @@
 // (pointwise, reductions) or hand-written loops (matmul, indexing, windows).
 
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
+import { OutOfMemoryError, fmtBytes } from '../../core/errors.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import { coalesce } from '../iteration.js';
@@ -68,8 +69,14 @@ export class JsBackend implements Backend {
 
   alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
     const T = TYPED_ARRAY[dtype];
-    if (hint === 'shared' && typeof SharedArrayBuffer !== 'undefined') return new JsBuffer(dtype, new T(new SharedArrayBuffer(size * T.BYTES_PER_ELEMENT), 0, size));
-    return new JsBuffer(dtype, new T(size));
+    try {
+      if (hint === 'shared' && typeof SharedArrayBuffer !== 'undefined') return new JsBuffer(dtype, new T(new SharedArrayBuffer(size * T.BYTES_PER_ELEMENT), 0, size));
+      return new JsBuffer(dtype, new T(size));
+    } catch (e) {
+      // JavaScript refuses a typed array that large (or cannot find the memory): RangeError
+      if (e instanceof RangeError) throw new OutOfMemoryError(`cannot allocate ${fmtBytes(size * T.BYTES_PER_ELEMENT)} (${size} ${dtype}): ${e.message}`);
+      throw e;
+    }
   }
   free(buf: BackendBuffer): void {
     // typed arrays are garbage collected; a buffer adopted by the wasm heap returns its region

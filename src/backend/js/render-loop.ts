@@ -7,7 +7,8 @@ import { exprLoads, kernelExtent, kernelWork, splitInvariant, splitsBatch } from
 import { checkKernel } from '../../compiler/loop-ir-check.js';
 export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../kernel-spec.js';
-import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderCast, renderOp } from './render-scalar.js';
+import type { ScalarOp } from '../scalar-expr.js';
+import { JS_HELPER_NAMES, JS_HELPER_VALUES, jsNumber, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { affKey, Emitter } from '../emitter.js';
@@ -52,10 +53,13 @@ const FAST32: Partial<Record<string, (a: string) => string>> = {
   geluTanh: (a) => `(0.5 * ${a} * (1 + fastTanh(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`,
 };
 
+/** Ops whose double result on float32 operands can exceed float32's range. */
+const CAN_OVERFLOW = new Set<ScalarOp>(['add', 'sub', 'mul', 'div', 'pow', 'exp', 'expm1', 'sinh', 'cosh', 'hypot', 'reciprocal']);
+
 function expr(e: LExpr, em: Emitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
-    case 'const': return e.vSym && dyn ? `(${num(e.v, e.vSym)})` : Number.isFinite(e.v) ? `(${e.v})` : e.v > 0 ? 'Infinity' : e.v < 0 ? '-Infinity' : 'NaN';
+    case 'const': return e.vSym && dyn ? `(${num(e.v, e.vSym)})` : jsNumber(e.v);
     case 'tmp': return (e as { name?: string }).name ?? `t${e.id}`;
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';
@@ -63,11 +67,13 @@ function expr(e: LExpr, em: Emitter): string {
     case 'op': {
       const args = e.a.map((x) => expr(x, em));
       const fast = e.dtype === 'float32' ? FAST32[e.op] : undefined;
-      if (fast) {
-        // arguments that are not plain names are evaluated once
-        if (/^[\w.]+$/.test(args[0]!) || args[0]!.startsWith('(')) return fast(args[0]!.startsWith('(') && !/^\(-?[\d.e+-]+\)$/.test(args[0]!) ? args[0]! : args[0]!);
-      }
-      return renderOp(e.op, e.dtype, args);
+      // a float32 op that can leave float32's range rounds as eager stores it: an intermediate
+      // that overflows is Infinity here too (3e38 * 2 - 3e38 is Infinity, not 3e38); the other
+      // ops (bounded, or exact on float32 operands) keep their double value
+      const f32 = (x: string) => (e.dtype === 'float32' && CAN_OVERFLOW.has(e.op) ? `Math.fround(${x})` : x);
+      // arguments that are not plain names are evaluated once
+      if (fast && (/^[\w.]+$/.test(args[0]!) || args[0]!.startsWith('('))) return f32(fast(args[0]!));
+      return f32(renderOp(e.op, e.dtype, args));
     }
   }
 }

@@ -123,6 +123,12 @@ const INT_RENDER: Partial<Record<ScalarOp, Render>> = {
   fmod: (a, b) => `((${a} % ${b}) | 0)`,
 };
 
+/** A number as JS source: -0 stays -0 (String(-0) is '0'), non-finite values by name. */
+export function jsNumber(v: number): string {
+  if (Object.is(v, -0)) return '(-0)';
+  return Number.isFinite(v) ? `(${v})` : v > 0 ? 'Infinity' : v < 0 ? '-Infinity' : 'NaN';
+}
+
 /** One scalar op in JS, with int32 wrap-around where the result dtype is int32. */
 export function renderOp(op: ScalarOp, dtype: string, args: readonly string[]): string {
   if (op === 'relu' && dtype === 'float32') return `relu32(${args[0]})`;
@@ -142,7 +148,7 @@ export function renderJs(e: ScalarExpr, load: (index: number) => string): string
   switch (e.kind) {
     case 'input': return load(e.index);
     case 'param': return `param${e.index}`;
-    case 'const': return Number.isFinite(e.value) ? `(${String(e.value)})` : e.value > 0 ? 'Infinity' : e.value < 0 ? '-Infinity' : 'NaN';
+    case 'const': return jsNumber(e.value);
     case 'cast': {
       const inner = renderJs(e.arg, load);
       if (e.dtype === 'int32') return `(Math.trunc(${inner}) | 0)`;

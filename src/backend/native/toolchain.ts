@@ -3,8 +3,9 @@
 //
 //   KILN_CC        compiler command (default: the first of cc, gcc, clang on PATH); may carry
 //                  arguments, e.g. "ccache gcc"
-//   KILN_CFLAGS    compile flags (default: -O3 -march=native -ffast-math); -fPIC, and
-//                  -fopenmp where the compiler accepts it, are always added
+//   KILN_CFLAGS    compile flags (default: -O3 -march=native -fno-math-errno -fno-trapping-math:
+//                  IEEE-exact, so NaN, Inf and signed zeros behave as in eager; -ffast-math
+//                  breaks them); -fPIC, and -fopenmp where the compiler accepts it, are always added
 //   KILN_CACHE_DIR cache folder (default: $XDG_CACHE_HOME/kiln, else ~/.cache/kiln); the
 //                  libraries live in its native/ folder, named by a hash of the source, the
 //                  flags, the compiler's version line and the CPU model
@@ -165,7 +166,7 @@ export function cpuModel(): string {
 /** Compile flags (without -fopenmp). */
 export function compileFlags(): string[] {
   const env = process.env.KILN_CFLAGS?.trim();
-  const base = env ? env.split(/\s+/) : ['-O3', '-march=native', '-ffast-math'];
+  const base = env ? env.split(/\s+/) : ['-O3', '-march=native', '-fno-math-errno', '-fno-trapping-math'];
   return [...base, '-fPIC'];
 }
 

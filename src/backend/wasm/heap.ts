@@ -8,6 +8,7 @@
 // partial vector may read (never write) up to 12 bytes past a buffer's end.
 
 import { TYPED_ARRAY, itemSize, type DType, type TypedArray } from '../../core/dtype.js';
+import { OutOfMemoryError, fmtBytes } from '../../core/errors.js';
 import type { JsBuffer } from '../js/index.js';
 
 const PAGE = 65536;
@@ -142,8 +143,13 @@ export class Heap {
     if (end <= have) return;
     const pages = Math.ceil((end - have) / PAGE);
     const grow = Math.min(MAX_PAGES - have / PAGE, Math.max(pages, Math.ceil(have / PAGE / 4)));
-    if (grow < pages) throw new RangeError(`kiln wasm heap: out of memory (${end} bytes needed, 4 GiB maximum)`);
-    this.memory.grow(grow);
+    if (grow < pages) throw new OutOfMemoryError(`the wasm heap would need ${fmtBytes(end)}; WebAssembly memory holds at most ${fmtBytes(MAX_PAGES * PAGE)}`, 'wasm heap', "free tensors, use smaller shapes, or compile with backend 'js' or 'native' (no 4 GiB limit)");
+    try {
+      this.memory.grow(grow);
+    } catch (e) {
+      if (e instanceof RangeError) throw new OutOfMemoryError(`the wasm heap could not grow to ${fmtBytes(have + grow * PAGE)}: ${e.message}`, 'wasm heap');
+      throw e;
+    }
     // an unshared memory detaches its old buffer on growth: re-point every live view
     if (!this.shared) {
       for (const r of this.live.values()) {

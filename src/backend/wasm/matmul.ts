@@ -221,12 +221,15 @@ export function prepackable(k: MatmulKernel, dtypes: ReadonlyMap<number, DType>)
 export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: number; aux: number; pk?: number }, dtypes: ReadonlyMap<number, DType>, notes: string[]): MatmulInfo {
   const fb = g.fb;
   const f32 = k.dtype === 'float32';
+  // integer matmuls accumulate in f64 (exact below 2^53) in the scratch accumulator, and the
+  // epilogue stores them into C with typed-array conversion: C itself is never the accumulator
+  const accT: DType = f32 ? 'float32' : 'float64';
   const t = f32 ? 'f32' : 'f64';
   const sz = f32 ? 4 : 8;
   const NR = nrOf(f32);
   const nb = k.batch.length, iVar = nb, jVar = nb + 1;
   const identity = (st: Store) => st.value.k === 'acc';
-  const raw = k.stores.find((st) => identity(st) && st.dtype === k.dtype) ?? k.stores.find((st) => st.dtype === k.dtype && st.at.c[iVar] !== 0 && st.at.c[jVar] !== 0);
+  const raw = k.stores.find((st) => identity(st) && st.dtype === accT) ?? k.stores.find((st) => st.dtype === accT && st.at.c[iVar] !== 0 && st.at.c[jVar] !== 0);
   const total = k.batch.reduce((x, y) => x * y, 1);
   // sizes as polynomials (constants for a static kernel): the scratch accumulator's layout
   const S = (x: number, s?: Sym | null): Sym => s ?? symConst(x);
@@ -242,7 +245,7 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
   /** pushes a number of the kernel (a size's local in dynamic kernels), for chaining */
   const N = (v: number, sym?: Sym | null, scale = 1) => (g.num(v, sym, scale), fb);
   const rawBuf = raw ? raw.buf : -1;
-  const accLoad: LExpr = { k: 'load', buf: rawBuf, at: rawAt, dtype: k.dtype };
+  const accLoad: LExpr = { k: 'load', buf: rawBuf, at: rawAt, dtype: accT };
   const epiStores: Store[] = k.stores.filter((st) => !(raw && st === raw && identity(st))).map((st) => ({ ...st, value: substAcc(st.value, accLoad) }));
   const epiBody: Stmt[] = k.body.map((s) => ({ id: s.id, e: substAcc(s.e, accLoad) }));
   const hasEpi = epiBody.length > 0 || epiStores.length > 0;
@@ -350,7 +353,7 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
         fb.end();
       }
     } else fb.get(p.lo).set(r0).get(p.hi).get(p.lo).op(Op.i32Sub).set(rows);
-    const cAddr = (i: () => void, j: () => void) => g.address(rawBuf, k.dtype, () => elem(rawAt, new Map([[iVar, i], [jVar, j]])));
+    const cAddr = (i: () => void, j: () => void) => g.address(rawBuf, accT, () => elem(rawAt, new Map([[iVar, i], [jVar, j]])));
     if (k.k === 0) {
       const i = L(), j = L();
       fb.forLoop(i, () => fb.i32(0), () => fb.get(rows), 1, () => fb.forLoop(j, () => fb.i32(0), () => N(k.n, k.nSym), 1, () => {

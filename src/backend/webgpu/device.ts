@@ -6,6 +6,7 @@
 
 import { WebGpuBackend } from './index.js';
 import { WebGpuUnavailableError } from './errors.js';
+import { checkEnum } from '../../core/enum-arg.js';
 
 export interface WebGpuOptions {
   /** the GPU object (default: navigator.gpu) */
@@ -23,6 +24,8 @@ export async function requestWebGpuBackend(opts: WebGpuOptions = {}): Promise<We
   if (!gpu) {
     throw new WebGpuUnavailableError('no WebGPU here (navigator.gpu is undefined)', 'requestWebGpuBackend', "in a browser, use one with WebGPU enabled; in Node, import { requestWebGpuBackend } from 'kilnjs/node' (the `webgpu` package)");
   }
+  if (opts.powerPreference !== undefined) checkEnum('requestWebGpuBackend', 'powerPreference', opts.powerPreference, ['low-power', 'high-performance']);
+  if (opts.featureLevel !== undefined) checkEnum('requestWebGpuBackend', 'featureLevel', opts.featureLevel, ['core', 'compatibility']);
   const adapter = await gpu.requestAdapter({ powerPreference: opts.powerPreference, ...(opts.featureLevel ? { featureLevel: opts.featureLevel } : {}) } as GPURequestAdapterOptions);
   if (!adapter) throw new WebGpuUnavailableError('no WebGPU adapter was found', 'requestWebGpuBackend', 'check the GPU driver, or use a software adapter (see src/backend/webgpu/README.md)');
   const requiredLimits: Record<string, number> = {};

@@ -2,7 +2,7 @@
 // later (out of memory, a shader that failed to compile, a lost device) is kept by the backend
 // and thrown by its next call (launch, write, alloc) or rejected by the next read, never dropped.
 
-import { DTypeError, KilnError, SyncReadError } from '../../core/errors.js';
+import { DTypeError, KilnError, OutOfMemoryError, SyncReadError } from '../../core/errors.js';
 
 /** No WebGPU adapter or device here (no navigator.gpu, no `webgpu` package, no driver). */
 export class WebGpuUnavailableError extends KilnError {
@@ -20,7 +20,7 @@ export class WebGpuDeviceLostError extends KilnError {
 }
 
 /** A buffer allocation the device refused. */
-export class WebGpuOutOfMemoryError extends KilnError {
+export class WebGpuOutOfMemoryError extends OutOfMemoryError {
   override name = 'WebGpuOutOfMemoryError';
 }
 

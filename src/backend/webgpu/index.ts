@@ -27,7 +27,7 @@ import { renderRow } from './render-row.js';
 import { splitForBindings } from './split.js';
 import { PrerecordedProgram } from './prerecord.js';
 import { configName, renderMatmul, type MatmulConfig, type MatmulPrecision } from './render-matmul.js';
-import { ArgumentError } from '../../core/errors.js';
+import { checkEnum } from '../../core/enum-arg.js';
 import { MatmulTuner, type AutotuneOptions, type AutotuneReport, type AutotuneTarget } from './autotune.js';
 import { Profiler, type GpuProfile } from './profile.js';
 import { hasTimestamps } from './timestamps.js';
@@ -159,7 +159,7 @@ export class WebGpuBackend implements Backend {
     return this.precision;
   }
   set matmulPrecision(p: MatmulPrecision) {
-    if (p !== 'float32' && p !== 'f16') throw new ArgumentError(`unknown matmul precision '${String(p)}'`, 'matmulPrecision', "use 'float32' or 'f16'");
+    checkEnum('matmulPrecision', 'precision', p, ['float32', 'f16']);
     if (p === 'f16' && !this.hasShaderF16) throw new WebGpuUnsupportedError(`this adapter (${this.adapterInfo || 'unknown'}) has no 'shader-f16' feature`, 'matmulPrecision', "keep gpu.matmulPrecision = 'float32' on this device");
     if (p === this.precision) return;
     this.precision = p;

@@ -33,24 +33,13 @@ interface StoredProgram {
   compileMs: number;
 }
 
-/** Typed-array attrs of a graph, in node order (graphKey hashes them loosely; keys need them exactly). */
-function constantBytes(g: Graph): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  const walk = (v: unknown, depth: number) => {
-    if (ArrayBuffer.isView(v)) out.push(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
-    else if (depth < 8 && v && typeof v === 'object') for (const x of Object.values(v)) walk(x, depth + 1);
-  };
-  for (const n of g.nodes) walk(n.attrs, 0);
-  return out;
-}
-
 export function loopSpecs(l: Lowered): KernelSpec[] {
   return l.steps.flatMap((s) => (s.kind === 'kernel' ? [{ kind: 'loop' as const, kernel: s.kernel, nBuffers: l.buffers.length }] : []));
 }
 
 function programKey(store: CacheStore, graph: Graph, opts: ProgramOptions, kb: Backend | undefined): string {
   const backend = kb?.name ?? 'js';
-  return store.digest([FORMAT, store.fingerprint, `backend=${backend}`, kb?.codeFingerprint?.() ?? '', `mode=${opts.mode ?? 'default'}`, graphKey(graph), ...constantBytes(graph)]);
+  return store.digest([FORMAT, store.fingerprint, `backend=${backend}`, kb?.codeFingerprint?.() ?? '', `mode=${opts.mode ?? 'default'}`, graphKey(graph)]); // graphKey holds constants exactly
 }
 
 export interface ProgramHit {

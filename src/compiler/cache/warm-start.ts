@@ -173,6 +173,7 @@ export function tryWarmStart(ctx: WarmContext, args: readonly unknown[]): WarmEn
     const modules = ctx.module?.modules ? [...ctx.module.modules()] : ctx.module ? [ctx.module] : [];
     const guards = [...buildGuards(args, ctx.argNames, graph, modules), ...ctx.parameterGuards()];
     counters.cache.traceSkips++;
+    if (stored.aot) counters.aotCompiles++; // the pair set up from the cache is this process's compiled pair
     log('cache', `${ctx.name}: warm start: tracing skipped (${graph.inputNodes.length} inputs bound by name, guards checked) in ${(performance.now() - t0).toFixed(1)} ms`);
     return { guards, graph, program: program as never, resultTemplate: decodeValue(stored.resultTemplate, payload.blobs), gradLeaves: [], argGrads: [], retrace: false, interpreted: stored.autogradOutputs ? 'the stored entry predates compiled backward' : null };
   } catch (e) {

@@ -9,6 +9,7 @@
 import type { Backend, BackendBuffer, PreparedKernel } from '../../backend.js';
 import type { KernelArgs, KernelSpec } from '../../kernel-spec.js';
 import type { DType } from '../../../core/dtype.js';
+import { OutOfMemoryError } from '../../../core/errors.js';
 import { JsBackend, JsBuffer, specKey } from '../../js/index.js';
 import { processHeap } from '../heap.js';
 import { wasmBackend, wasmUnavailableReason, type WasmBackend } from '../index.js';
@@ -51,12 +52,15 @@ export class WasmEagerBackend extends JsBackend {
     return l;
   }
 
-  /** Buffers live in the process heap (a plain typed array when the heap is full). */
+  /**
+   * Buffers live in the process heap; a plain typed array when the heap is full (its
+   * OutOfMemoryError), so only what fits nowhere is an error, the JS allocation's.
+   */
   override alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
     try {
       return processHeap().allocBuffer((data) => new JsBuffer(dtype, data), dtype, size);
     } catch (e) {
-      if (!(e instanceof RangeError)) throw e;
+      if (!(e instanceof RangeError || e instanceof OutOfMemoryError)) throw e;
       return super.alloc(dtype, size, hint);
     }
   }
