@@ -9,7 +9,7 @@ import { buildOnnxModel } from '../onnx/graphs.js';
 import type { Peer, PeerCase, PeerSetup } from './common.js';
 
 export function ortPeer(threads: number): Peer {
-  const info: Record<string, unknown> = { library: 'onnxruntime-node', threads, executionMode: 'sequential', simd: 'native (MLAS kernels picked for the CPU)', graphOptimizationLevel: 'all' };
+  const info: Record<string, unknown> = { library: 'onnxruntime-node', threads, spinning: false, executionMode: 'sequential', simd: 'native (MLAS kernels picked for the CPU)', graphOptimizationLevel: 'all' };
   return {
     name: 'ort',
     describe: () => info,
@@ -25,6 +25,10 @@ export function ortPeer(threads: number): Peer {
         interOpNumThreads: 1,
         executionMode: 'sequential',
         graphOptimizationLevel: 'all',
+        // ORT's pool spins after each run by default; in a round-robin the spinning threads take
+        // the cores from whichever variant runs next (kiln W1 native: 3.6 ms alone, 5.2-6.3 ms
+        // beside spinning ORT). Without spinning, neither side runs on the other's time.
+        extra: { session: { intra_op: { allow_spinning: '0' } } },
       });
       const feeds: Record<string, ort.Tensor> = {};
       session.inputNames.forEach((n, i) => {
