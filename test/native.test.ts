@@ -195,6 +195,26 @@ test('native: without a C compiler, backend native throws a typed error (and js 
   assert.equal(nativeUnavailableReason(), null);
 });
 
+test('native: a C compile that fails surfaces as a NativeCompileError: never a silent run of the recorded eager kernels (issue 18)', { skip }, () => {
+  const saved = process.env.KILN_CFLAGS;
+  process.env.KILN_CFLAGS = '-O1 -include /nonexistent/kiln-forced-failure.h';
+  clearNativeMemoryCache();
+  try {
+    kiln.compiler.reset();
+    const x = kiln.keep(kiln.randn([5, 11]));
+    assert.throws(() => kiln.scope(() => kiln.compile((t: kiln.Tensor) => t.mul(1.75).tanh(), { backend: 'native', cache: false })(x)), NativeCompileError);
+    const st = kiln.stats();
+    assert.equal(st.fusionFallbacks, 0, 'a kernel backend failure is not a fusion fallback');
+    assert.equal(st.eagerFallbacks, 0);
+    x.dispose();
+  } finally {
+    if (saved === undefined) delete process.env.KILN_CFLAGS;
+    else process.env.KILN_CFLAGS = saved;
+    clearNativeMemoryCache();
+    kiln.compiler.reset();
+  }
+});
+
 test('native: a PATH without any C compiler is reported as such', { skip }, () => {
   // in a child process, so this process's PATH (and compiler lookup) stays as it is
   const script = "import('kilnjs/node').then((k) => console.log(k.nativeUnavailableReason()))";
