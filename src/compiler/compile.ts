@@ -20,6 +20,7 @@ import { GraphBreakError, RecompileError } from './errors.js';
 import { ArgumentError, KilnError, SyncReadError } from '../core/errors.js';
 import type { Backend } from '../backend/backend.js';
 import { log, warnOnce } from './logs.js';
+import { raiseInjectedLoweringFault } from './testing.js';
 import { counters } from './stats.js';
 import { userLocation } from './location.js';
 import { debugDump } from './debug-dir.js';
@@ -769,6 +770,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const t0 = performance.now();
       // the persistent compile cache (src/compiler/cache): a hit skips lowering and codegen
       const hit = cachedProgram(graph, opts, kernelBackend);
+      if (!hit) raiseInjectedLoweringFault();
       const lowered = hit?.lowered ?? lower(graph);
       if (!hit) {
         dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
