@@ -292,3 +292,14 @@ test('createGraph: second-order gradients are not supported yet and say so (no s
     assert.throws(() => g.sum().backward(), kiln.AutogradError);
   });
 });
+
+test("t(): dims 0 and 1 of a matrix swapped as a view (gradient flows back), 0-/1-D unchanged, more dims a ShapeError naming t", () => {
+  const w = kiln.tensor([[1, 2, 3], [4, 5, 6]], { dtype: 'float32', requiresGrad: true });
+  const wt = w.t();
+  assert.deepEqual(wt.shape, [3, 2]);
+  assert.deepEqual(Array.from(wt.contiguous().dataSync()), [1, 4, 2, 5, 3, 6]);
+  kiln.sum(kiln.mul(wt, kiln.tensor([[1, 10], [2, 20], [3, 30]]))).backward();
+  assert.deepEqual(Array.from(w.grad!.dataSync()), [1, 2, 3, 10, 20, 30]);
+  assert.deepEqual(kiln.tensor([1, 2, 3]).t().shape, [3]);
+  assert.throws(() => kiln.zeros([2, 3, 4]).t(), (e: unknown) => e instanceof kiln.ShapeError && /^t: t\(\) expects a tensor of at most 2 dims, got \[2, 3, 4\]/.test((e as Error).message));
+});

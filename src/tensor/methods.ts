@@ -2,7 +2,7 @@
 // attached here so tensor.ts depends on nothing above it.
 
 import { canCast, type DType, type TypedArray } from '../core/dtype.js';
-import { ArgumentError, DTypeError, fmtShape } from '../core/errors.js';
+import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
 import { Tensor } from './tensor.js';
 import { formatTensor } from './format.js';
 import * as m from '../ops/math.js';
@@ -110,6 +110,8 @@ declare module './tensor.js' {
     scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
     triu(diagonal?: number): Tensor;
     tril(diagonal?: number): Tensor;
+    /** dims 0 and 1 swapped, for a tensor of at most 2 dims (torch's t()); a view */
+    t(): Tensor;
     /** transpose of the last two dims */
     readonly mT: Tensor;
     /** transpose of a 2-D tensor */
@@ -199,6 +201,10 @@ const methods: Record<string, (...a: never[]) => unknown> = {
   scatterAdd(this: Tensor, d: number, i: Tensor, s: Tensor) { return ix.scatterAdd(this, d, i, s); },
   triu(this: Tensor, k?: number) { return fn.triu(this, k); },
   tril(this: Tensor, k?: number) { return fn.tril(this, k); },
+  t(this: Tensor) {
+    if (this.ndim > 2) throw new ShapeError(`t() expects a tensor of at most 2 dims, got ${fmtShape(this.shape)}`, 't', 'use transpose(dim0, dim1), or .mT for the last two dims');
+    return this.ndim < 2 ? mv.reshape(this, this.shape) : mv.transpose(this, 0, 1);
+  },
   to(this: Tensor, dtype: DType) { return dtype === this.dtype ? mv.reshape(this, this.shape) : cast(this, dtype); },
   float(this: Tensor) { return (this as Tensor).to('float32'); },
   double(this: Tensor) { return (this as Tensor).to('float64'); },
