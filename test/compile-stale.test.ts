@@ -70,6 +70,7 @@ test('check: N re-checks every Nth call; check: false never checks (the opt-out 
   const every = kiln.compile((x: kiln.Tensor) => x.mul(k), { check: 3 });
   for (let i = 0; i < 7; i++) every(x); // traced, then replays 1 (the first), 3 and 6 are checks
   assert.equal(kiln.stats().traceChecks, 3);
+  assertCompiledRan('check: 3');
   k = 7;
   every(x);
   every(x);
@@ -81,6 +82,7 @@ test('check: N re-checks every Nth call; check: false never checks (the opt-out 
   j = 2;
   assert.ok(close(never(x), kiln.noGrad(() => x.mul(1))), 'check: false replays the trace, as documented');
   assert.equal(kiln.stats().traceChecks, 0);
+  assertCompiledRan('check: false');
 });
 
 test('the check trace of a training step is a replay: the step, its grads and its counters as before', () => {
@@ -115,6 +117,7 @@ test('setCheckNumerics(true) checks compiled outputs too: a NaN names the compil
     kiln.setCheckNumerics(true);
     // sqrt's backward at 0 divides by zero: the compiled backward's gradient is checked
     assert.throws(() => kiln.scope(() => g(kiln.tensor([0, 1, 1], { dtype: 'float32' })).sum().backward()), (e: Error) => e instanceof kiln.NumericsError && /\(backward\): produced (NaN|-?Infinity) at flat index 0 of gradient 0/.test(e.message));
+    assertCompiledRan('checked numerics');
   } finally {
     kiln.setCheckNumerics(false);
   }
@@ -130,9 +133,11 @@ test('reading a captured tensor\'s values while tracing is a graph break: a data
   assert.deepEqual(Array.from(f(x).dataSync()), [40, 60, 80], 'the new mask is read');
   const s = kiln.stats();
   assert.ok(s.graphBreaks.some((b) => /read the values of a captured tensor/.test(b.reason)), JSON.stringify(s.graphBreaks));
+  assertCompiledRan('captured read');
   // a value the trace computed itself, read twice, is one break
   kiln.compiler.reset();
   const g = kiln.compile((x: kiln.Tensor) => { const m = x.sum(); const a = m.item(); const b = m.item(); return x.mul(a + b); });
   assert.deepEqual(Array.from(g(x).dataSync()), [2000, 4000, 6000, 8000]);
   assert.equal(kiln.stats().graphBreaks.length, 1);
+  assertCompiledRan('computed read');
 });

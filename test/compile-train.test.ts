@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { crossEntropyStep } from './helpers/train-step.js';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 function build(seed: number) {
   kiln.manualSeed(seed);
@@ -49,6 +50,7 @@ for (const [name, makeOpt] of optimizers) {
     assert.equal(s.graphBreaks.length, 0, 'no graph breaks');
     assert.ok(s.compiles <= 1, `compiled once (state made on the first step is a one-shot trace); got ${s.compiles}`);
     assert.ok(s.cacheHits >= 18, `replayed ${s.cacheHits} of 20 steps`);
+    assertCompiledRan(name);
   });
 }
 
@@ -67,6 +69,7 @@ test('1000 compiled SGD steps compile once and keep memory flat', () => {
   assert.equal(after.bytes, before.bytes);
   assert.equal(kiln.stats().compiles, 1);
   assert.equal(kiln.stats().recompiles.length, 0);
+  assertCompiledRan('1000 SGD steps');
 });
 
 test('the MLP example: compiled module forward and 20 compiled Adam steps equal eager (fullgraph)', async () => {
@@ -103,6 +106,7 @@ test('the MLP example: compiled module forward and 20 compiled Adam steps equal 
     for (let j = 0; j < a.length; j++) assert.ok(Math.abs(a[j]! - b[j]!) <= 1e-5 * Math.max(1, Math.abs(a[j]!)));
   });
   assert.equal(kiln.stats().graphBreaks.length, 0);
+  assertCompiledRan('MLP example');
 });
 
 test('optimizer state created while tracing stays per parameter (CSE-merged values get their own memory), in every backend', () => {
@@ -117,6 +121,7 @@ test('optimizer state created while tracing stays per parameter (CSE-merged valu
     const steps = states.map((s) => Object.values(s).find((t) => t.ndim === 0)!);
     assert.equal(new Set(steps.map((t) => t.storage)).size, steps.length, `${backend}: every parameter has its own step counter`);
     for (const t of steps) assert.equal(t.item(), 3, `${backend}: three steps counted`);
+    assertCompiledRan(backend);
   }
 });
 
@@ -145,4 +150,5 @@ test('a compiled step frees the grads its zeroGrad replaces before it runs: the 
   // as in eager, a grad zeroGrad replaced is disposed, even when the caller still refers to it
   for (const g of held) assert.ok(g.isDisposed);
   assert.ok(!m.parameters()[0]!.grad!.isDisposed);
+  assertCompiledRan('wasm step');
 });

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 test('tensor() infers int32 only for integers int32 holds; 3e9 and 1e10 stay exact as float32', () => {
   const big = kiln.tensor([3e9, 1e10]);
@@ -44,7 +45,13 @@ test('oneHot refuses a class index >= numClasses or negative (IndexError), eager
     kiln.compiler.reset();
     assert.throws(() => kiln.compile((i: kiln.Tensor) => kiln.oneHot(i, 3))(idx), kiln.IndexError, `compiled ${bad}`);
   }
-  assert.deepEqual(kiln.oneHot(kiln.tensor([2, 0], { dtype: 'int32' }), 3).toArray(), [[0, 0, 1], [1, 0, 0]]);
+  const good = kiln.tensor([2, 0], { dtype: 'int32' });
+  assert.deepEqual(kiln.oneHot(good, 3).toArray(), [[0, 0, 1], [1, 0, 0]]);
+  kiln.compiler.reset();
+  const compiled = kiln.compile((i: kiln.Tensor) => kiln.oneHot(i, 3));
+  for (let k = 0; k < 3; k++) assert.deepEqual((compiled(good) as kiln.Tensor).toArray(), [[0, 0, 1], [1, 0, 0]], `compiled call ${k}`);
+  assert.ok(kiln.stats().cacheHits >= 1, 'replayed');
+  assertCompiledRan('oneHot');
 });
 
 test("nn.Embedding's paddingIdx row is returned as stored (a loaded checkpoint's row), and gets no gradient, eager and compiled", () => {
@@ -62,5 +69,6 @@ test("nn.Embedding's paddingIdx row is returned as stored (a loaded checkpoint's
     const out = (compiled ? kiln.compile(step) : step)(idx) as kiln.Tensor;
     assert.deepEqual((out.toArray() as number[][])[0], [0.5, 0.5, 0.5], `${compiled ? 'compiled' : 'eager'}: the stored row`);
     assert.deepEqual(Array.from(e.weight.grad!.dataSync()), [0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0]);
+    if (compiled) assertCompiledRan('embedding paddingIdx');
   }
 });

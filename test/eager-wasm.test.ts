@@ -14,6 +14,7 @@ import { WasmBackend } from '../src/backend/wasm/index.js';
 import { threadCount } from '../src/backend/js/threads.js';
 import type { LoopKernel } from '../src/compiler/loop-ir.js';
 import { EagerLauncher } from '../src/backend/wasm/eager/launcher.js';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 const wasmEager = kiln.eagerStats().backend === 'wasm';
 const skip = wasmEager ? false : `eager runs on the JS kernels here: ${kiln.eagerStats().reason}`;
@@ -226,6 +227,7 @@ test('eagerStats counts every JS-kernel launch by kind: ops without wasm kernels
 });
 
 test('eager buffers live in the wasm heap: a compiled wasm program copies none of them', { skip }, () => {
+  kiln.compiler.reset();
   kiln.scope(() => {
     const x = kiln.randn([64, 128]), w = kiln.randn([32, 128]);
     const f = kiln.compile((a: kiln.Tensor, b: kiln.Tensor) => kiln.linear(a, b).relu(), { backend: 'wasm', fullgraph: true });
@@ -236,6 +238,7 @@ test('eager buffers live in the wasm heap: a compiled wasm program copies none o
     close(y, kiln.linear(x.double(), w.double()).relu(), 'compiled on eager buffers', 1e-4, 1e-4);
     assert.ok(processHeap().owns((y as unknown as { storage: { buf: never } }).storage.buf), 'the output is in the heap');
   });
+  assertCompiledRan('compiled on eager buffers');
 });
 
 test('out of heap memory: buffers become plain typed arrays and their ops run on the JS kernels', { skip }, () => {

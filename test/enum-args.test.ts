@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 /** Asserts fn throws an ArgumentError naming `op` and listing every value of `valid`. */
 function rejects(fn: () => unknown, op: string, valid: readonly string[]): void {
@@ -65,6 +66,14 @@ test('init: nonlinearity names and kaiming mode', () => {
 
 test('compiler: compile mode and stance', () => {
   rejects(() => kiln.compile((t: kiln.Tensor) => t.add(1), { mode: 'fast' as never }), 'compile', ['default', 'reduce-overhead', 'max-autotune']);
+  // the valid modes still compile and run compiled
+  kiln.compiler.reset();
+  for (const mode of ['default', 'reduce-overhead'] as const) {
+    const f = kiln.compile((t: kiln.Tensor) => t.add(1), { mode });
+    for (let i = 0; i < 3; i++) assert.deepEqual(Array.from((f(kiln.tensor([1, 2], { dtype: 'float32' })) as kiln.Tensor).dataSync()), [2, 3]);
+  }
+  assert.ok(kiln.stats().cacheHits >= 2, 'replayed');
+  assertCompiledRan('compile modes');
   rejects(() => kiln.compiler.setStance('eager' as never), 'setStance', ['default', 'forceEager', 'eagerOnRecompile', 'failOnRecompile']);
   assert.equal(kiln.compiler.getStance(), 'default');
 });
