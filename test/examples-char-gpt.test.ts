@@ -11,6 +11,7 @@ import {
 } from '../examples/char-gpt.js';
 import { GPT, W7, createW7Model, runW7 } from '../examples/gpt.js';
 import { Decoder } from '../bench/workloads/w7.js';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 let shared: CharData | undefined;
 const data = () => (shared ??= buildCharData({ seed: 0 }));
@@ -87,6 +88,7 @@ test('the compiled training step (fullgraph) follows the eager loss curve within
   assert.equal(s.graphBreaks.length, 0, 'graph breaks');
   assert.equal(s.recompiles.length, 0, `recompiles: ${JSON.stringify(s.recompiles)}`);
   assert.ok(s.cacheHits >= 8, `replayed ${s.cacheHits} of 10 steps`);
+  assertCompiledRan('char-gpt training');
   for (const t of batches) t.dispose();
 });
 

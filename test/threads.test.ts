@@ -6,6 +6,7 @@ import * as kiln from 'kilnjs';
 import { getThreadPool, planChunks, workerExecArgv } from '../src/backend/js/threads.js';
 import { outputPoolStats } from '../src/compiler/output-pool.js';
 import { ChunkControl, claimChunks, claimChunksSource, type ClaimChunks } from '../src/backend/js/chunk-protocol.js';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 function close(a: kiln.Tensor, b: kiln.Tensor, tol = 1e-5): void {
   const x = a.dataSync(), y = b.dataSync();
@@ -31,6 +32,7 @@ test('large pointwise, row and matmul kernels run on the pool and equal eager', 
     for (let i = 0; i < 2; i++) kiln.scope(() => close(c(x) as kiln.Tensor, fn(x)));
   }
   assert.ok(pool.launches - before >= 8, `pool ran ${pool.launches - before} kernels`);
+  assertCompiledRan('pooled kernels');
 });
 
 test('a compiled training step with large layers matches eager with threads', { skip: getThreadPool() ? false : 'no worker threads here' }, () => {
@@ -58,6 +60,7 @@ test('a compiled training step with large layers matches eager with threads', { 
   }
   // five momentum steps: float32 rounding differences (fast exp, fused rounding) compound a little
   me.parameters().forEach((p, i) => close(mc.parameters()[i]!, p, 1e-4));
+  assertCompiledRan('threaded training step');
 });
 
 // ---- chunked scheduling (threads claim chunks from a shared counter) ----
@@ -125,7 +128,9 @@ test('wasm: a few-row matmul (threads split columns) and row reductions equal on
       kiln.compiler.reset();
       const f = kiln.compile(fn, { backend: 'wasm' });
       f(x);
-      return (f(x) as kiln.Tensor[]).map((t) => Array.from(t.dataSync()));
+      const got = (f(x) as kiln.Tensor[]).map((t) => Array.from(t.dataSync()));
+      assertCompiledRan(`wasm, ${threads} threads`);
+      return got;
     });
     return { out, launches: be.stats().parallelLaunches };
   };
@@ -169,6 +174,7 @@ test('compiled outputs: a disposed output buffer is reused by a later call, a ke
   assert.notEqual(other.storage.buf, baseBuf);
   assert.deepEqual(view.dataSync(), viewData);
   [kept, view, other, x1, x2].forEach((t) => t.dispose());
+  assertCompiledRan('recycled outputs');
 });
 
 test('chunk protocol: the claimChunks workers get as source text claims like the caller\'s over the shared control', () => {
@@ -204,6 +210,7 @@ test('dynamic programs recycle outputs as static ones do (js: 64 KiB and up), pe
   assert.equal(outputPoolStats.reuses, r0 + 1);
   assert.deepEqual(again.dataSync(), x4.mul(2).add(1).dataSync());
   [other, again, x4, x6].forEach((t) => t.dispose());
+  assertCompiledRan('dynamic recycled outputs');
 });
 
 test('kernel workers run in a process started with -e and --input-type=module (they take none of its options)', { skip: getThreadPool() ? false : 'no worker threads here' }, () => {

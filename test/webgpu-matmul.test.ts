@@ -17,6 +17,7 @@ import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parse
 import type { MatmulKernel } from '../src/compiler/loop-ir.js';
 import type { Lowered } from '../src/compiler/lower.js';
 import type { WgslKernel } from '../src/backend/webgpu/wgsl-common.js';
+import { assertCompiledRan } from './helpers/compiled-ran.js';
 
 const { cpu, gpu, skip } = await webGpuForTests((g) => {
   if (g) g.matmulConfig = null;
@@ -498,6 +499,7 @@ test('webgpu reduce-overhead: a prerecorded max-autotune matmul runs the winner 
 // ---- timestamp profiling ----
 
 test('kiln.profile on webgpu: device time per kernel of the program from timestamps, the typed error without', { skip }, async () => {
+  kiln.compiler.reset();
   const x = onGpu(() => kiln.keep(kiln.toBackend(onCpu(() => kiln.randn([64, 48])), gpu!)));
   const f = kiln.compile((x: kiln.Tensor) => kiln.matmul(x, x.transpose(0, 1)).relu().sum(1), { backend: 'webgpu', fullgraph: true, name: 'kprof' });
   onGpu(() => kiln.scope(() => void f(x)));
@@ -515,6 +517,7 @@ test('kiln.profile on webgpu: device time per kernel of the program from timesta
   const trace = JSON.parse(JSON.stringify(r.chromeTrace())) as kiln.ChromeTrace;
   assert.ok(trace.traceEvents.some((e) => e.cat === 'device'), 'device-time events on their own track');
   console.log(r.table().replace(/^/gm, '# '));
+  assertCompiledRan('profiled webgpu program');
 });
 
 test('webgpu profile: per-dispatch GPU time with timestamp-query, a typed error without', { skip }, async () => {
