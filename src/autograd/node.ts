@@ -43,17 +43,13 @@ export interface BackwardContext<A> {
 
 export type BackwardFn<A> = (grad: Tensor, ctx: BackwardContext<A>) => readonly (Tensor | null)[];
 
-export class GradNode<A = unknown> implements AutogradNode {
+/**
+ * The reference counting every node shares: it keeps the nodes it feeds alive while it lives,
+ * and frees what it saved once nothing refers to it.
+ */
+export abstract class CountedNode {
   private refs = 0;
-  private freed = false;
-  readonly nOutputs = 1;
-  constructor(
-    readonly name: string,
-    private readonly backwardFn: BackwardFn<A>,
-    readonly next: readonly Edge[],
-    private ctx: BackwardContext<A> | null,
-    readonly tracer: unknown = null,
-  ) {
+  constructor(readonly next: readonly Edge[]) {
     for (const e of next) if (e && 'node' in e) e.node.retain();
   }
 
@@ -66,6 +62,32 @@ export class GradNode<A = unknown> implements AutogradNode {
       this.freeSaved();
       for (const e of this.next) if (e && 'node' in e) e.node.release();
     }
+  }
+
+  abstract freeSaved(): void;
+}
+
+/** Throws when `t`, saved by node `name` for backward at storage version `version`, was written in place since. */
+export function checkSavedVersion(name: string, t: Tensor, version: number): void {
+  if (t.storage.version === version) return;
+  throw new AutogradError(
+    `a tensor ${fmtShape(t.shape)} saved by ${name} for backward was modified by an in-place operation (version ${version}, now ${t.storage.version})`,
+    `${name}.backward`,
+    'clone the tensor before writing into it, or make the in-place update after backward()',
+  );
+}
+
+export class GradNode<A = unknown> extends CountedNode implements AutogradNode {
+  private freed = false;
+  readonly nOutputs = 1;
+  constructor(
+    readonly name: string,
+    private readonly backwardFn: BackwardFn<A>,
+    next: readonly Edge[],
+    private ctx: BackwardContext<A> | null,
+    readonly tracer: unknown = null,
+  ) {
+    super(next);
   }
 
   /** Drops the tensors saved for backward (after backward, or when unreachable). */
@@ -100,13 +122,7 @@ export class GradNode<A = unknown> implements AutogradNode {
     const saved = [...ctx.inputs, ctx.output];
     saved.forEach((t, i) => {
       if (!t || !t.hasStorage || this.savedVersions[i] === undefined || this.savedVersions[i]! < 0) return;
-      if (t.storage.version !== this.savedVersions[i]) {
-        throw new AutogradError(
-          `a tensor ${fmtShape(t.shape)} saved by ${this.name} for backward was modified by an in-place operation (version ${this.savedVersions[i]}, now ${t.storage.version})`,
-          `${this.name}.backward`,
-          'clone the tensor before writing into it, or make the in-place update after backward()',
-        );
-      }
+      checkSavedVersion(this.name, t, this.savedVersions[i]!);
     });
   }
 }

@@ -5,8 +5,8 @@
 // tensors). While another function is being traced (a backward() inside compiled code reaching
 // this node), the backward graph is traced into that trace instead of run.
 
-import type { AutogradNode, Edge } from '../../autograd/node.js';
-import { AutogradError, fmtShape } from '../../core/errors.js';
+import { checkSavedVersion, CountedNode, type AutogradNode, type Edge } from '../../autograd/node.js';
+import { AutogradError } from '../../core/errors.js';
 import { apply, runtime } from '../../ops/dispatch.js';
 import { zeros } from '../../ops/creation.js';
 import { copy } from '../../ops/pointwise.js';
@@ -23,22 +23,21 @@ export interface BackwardPlan {
   reached(k: number, arrived: readonly boolean[]): boolean;
 }
 
-export class CompiledGradNode implements AutogradNode {
+export class CompiledGradNode extends CountedNode implements AutogradNode {
   readonly tracer = null;
-  private refs = 0;
   private saved: Tensor[] | null;
   private readonly versions: number[];
 
   constructor(
     private readonly plan: BackwardPlan,
     saved: Tensor[],
-    readonly next: readonly Edge[],
+    next: readonly Edge[],
     /** shape and dtype of each differentiable result (a missing gradient is zeros of it) */
     private readonly slots: readonly { readonly shape: readonly number[]; readonly dtype: Tensor['dtype'] }[],
   ) {
+    super(next);
     this.saved = saved;
     this.versions = saved.map((t) => t.storage.version);
-    for (const e of next) if (e && 'node' in e) e.node.retain();
   }
 
   get nOutputs(): number {
@@ -47,17 +46,6 @@ export class CompiledGradNode implements AutogradNode {
 
   get name(): string {
     return `compiled ${this.plan.name}`;
-  }
-
-  retain(): void {
-    this.refs++;
-  }
-
-  release(): void {
-    if (--this.refs === 0) {
-      this.freeSaved();
-      for (const e of this.next) if (e && 'node' in e) e.node.release();
-    }
   }
 
   freeSaved(): void {
@@ -69,15 +57,7 @@ export class CompiledGradNode implements AutogradNode {
   backward(incoming: readonly (Tensor | null)[]): readonly (Tensor | null)[] {
     const saved = this.saved;
     if (!saved) throw new AutogradError('the graph was already freed by an earlier backward()', `${this.name}.backward`, 'pass { retainGraph: true } to the first backward() to run backward twice');
-    saved.forEach((t, i) => {
-      if (t.storage.version !== this.versions[i]) {
-        throw new AutogradError(
-          `a tensor ${fmtShape(t.shape)} saved by ${this.name} for backward was modified by an in-place operation (version ${this.versions[i]}, now ${t.storage.version})`,
-          `${this.name}.backward`,
-          'clone the tensor before writing into it, or make the in-place update after backward()',
-        );
-      }
-    });
+    saved.forEach((t, i) => checkSavedVersion(this.name, t, this.versions[i]!));
     const inputs = this.plan.bwdGraph.inputNodes;
     // tangents arrive in any layout (a sum's gradient is an expanded view): the program reads them contiguous, as torch's AOTAutograd does
     const tangents = incoming.map((g, k) => {
