@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { checkInstance, WorkloadError, type LoadedWorkload } from '../src/advisor/workload.js';
-import { measureTrainingForms, recommendForm, withTrainingForm, MODULE_FORM_MAX_RATIO, type TrainingForms } from '../src/advisor/train-forms.js';
-import type { VerdictResult } from '../src/advisor/verdict.js';
+import { measureTrainingForms, recommendForm, MODULE_FORM_MAX_RATIO, type TrainingForms } from '../src/advisor/train-forms.js';
+import { adoptionCode } from '../src/advisor/verdict.js';
 
 const clean: TrainingForms['moduleCompiler'] = { interpretedReplays: 0, interpretedReasons: [], eagerFallbacks: 0, fusionFallbacks: 0, aotCompiles: 1 };
 
@@ -76,22 +76,13 @@ test('a malformed trainLoop is a WorkloadError naming the field', () => {
   assert.throws(() => checkInstance({ ...inst, trainLoop: { module: new kiln.nn.Linear(2, 2) } }, 'w'), WorkloadError);
 });
 
-test('the verdict follows the measured form: the compiled module loop replaces compile(step) in the code to adopt, imports kept; the reason says which and why', () => {
-  const v: VerdictResult = {
-    verdict: 'compile', headline: 'compile', backend: 'native', policy: null, basis: 'native', confidence: 'clear', reasons: ['faster'],
-    code: "import * as kiln from 'kilnjs';\nimport 'kilnjs/node'; // registers the native backend\nconst compiled = kiln.compile(step, { backend: 'native', captures: model });",
-  };
-  const f = (recommended: TrainingForms['recommended']): TrainingForms => ({
-    status: 'ok', reason: null, backend: 'native', eagerMs: 10, wholeStepMs: 2, moduleMs: 2.1, moduleVsWholeStep: 1.05, moduleSpeedup: 4.8, moduleLossRelErr: 0, moduleCompiler: clean, recommended, why: 'because',
-  });
-  const m = withTrainingForm(v, f('compiled module'));
-  assert.match(m.code!, /^import \* as kiln from 'kilnjs';\nimport 'kilnjs\/node';.*\nconst compiledModel = kiln\.compile\(model, \{ backend: 'native' \}\);/s);
-  assert.match(m.code!, /loss\.backward\(\);\n  opt\.step\(\);/);
-  assert.doesNotMatch(m.code!, /compile\(step/);
-  assert.equal(m.reasons.at(-1), 'training form: kiln.compile(model) in your loop: because');
-  const w = withTrainingForm(v, f('whole step'));
-  assert.equal(w.code, v.code);
-  assert.equal(w.reasons.at(-1), 'training form: the whole step compiled: because');
-  assert.equal(withTrainingForm({ ...v, code: null }, f('compiled module')).code, null, 'a verdict that does not compile keeps no code');
-  assert.deepEqual(withTrainingForm(v, null), v);
+test('the code to adopt follows the measured form: the compiled model in the unchanged loop, or the whole step; imports and warm-up kept', () => {
+  const i = { backend: 'native', policy: null, kind: 'training' as const };
+  const module = adoptionCode({ ...i, trainingForm: { recommended: 'compiled module', why: 'because' } }, 'compile with warm-up and the persistent cache');
+  assert.match(module, /^import \* as kiln from 'kilnjs';\nimport 'kilnjs\/node';.*\nconst compiledModel = kiln\.compile\(model, \{ backend: 'native' \}\);\nawait compiledModel\.warmup/s);
+  assert.match(module, /loss\.backward\(\);\n  opt\.step\(\);/);
+  assert.doesNotMatch(module, /compile\(step/);
+  const whole = adoptionCode({ ...i, trainingForm: { recommended: 'whole step', why: 'because' } }, 'compile');
+  assert.equal(whole, adoptionCode(i, 'compile'), 'the whole step is what an unmeasured training workload gets');
+  assert.match(whole, /const compiled = kiln\.compile\(step, \{ backend: 'native', captures: model \}\);/);
 });

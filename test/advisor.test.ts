@@ -52,6 +52,8 @@ test('advise --example mlp writes a JSON report that validates against the schem
   assert.ok(tf.eagerMs > 0 && tf.wholeStepMs > 0 && tf.moduleMs > 0);
   assert.match(out.join('\n'), /training forms \(js, median step\): eager .* kiln\.compile\(model\) in the loop/);
   assert.match(out.join('\n'), /use: kiln\.compile\((model\) in your loop|step\), the whole step)/);
+  assert.ok(rep.verdict.reasons.some((r) => r.startsWith(`training form: ${tf.recommended === 'compiled module' ? 'kiln.compile(model) in your loop' : 'the whole step compiled'}: `)), 'the verdict says which form');
+  if (rep.verdict.code) assert.match(rep.verdict.code, tf.recommended === 'compiled module' ? /kiln\.compile\(model,/ : /kiln\.compile\(step,/);
   const b = rep.backends[0]!;
   assert.equal(b.backend, 'js');
   assert.equal(b.status, 'ok');

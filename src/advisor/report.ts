@@ -4,7 +4,7 @@
 import type { BackendMeasurement, Measurement } from './measure.js';
 import type { CacheConfig } from './cache-check.js';
 import type { DynamicShapes } from './shape-policies.js';
-import { trainingFormLines, withTrainingForm, type TrainingForms } from './train-forms.js';
+import { trainingFormLines, type TrainingForms } from './train-forms.js';
 import {
   BREAK_EVEN_DEFINITION, breakEvenOfWarmup, checklist, decide, DEFAULT_THRESHOLDS, project,
   type CacheFacts, type CheckItem, type DynamicFacts, type Projection, type Usage, type VerdictInput, type VerdictResult, type VerdictThresholds,
@@ -98,8 +98,9 @@ export function policyFigures(d: DynamicShapes | null): Pick<VerdictInput, 'poli
  */
 export function verdictInput(
   m: BackendMeasurement, kind: 'training' | 'inference', productionShapes: readonly string[] | null,
-  extra: { cacheConfig?: CacheConfig; dynamicShapes?: DynamicShapes | null } = {},
+  extra: { cacheConfig?: CacheConfig; dynamicShapes?: DynamicShapes | null; trainingForms?: TrainingForms | null } = {},
 ): VerdictInput {
+  const tf = extra.trainingForms;
   const d = extra.dynamicShapes ?? null;
   const policy = d && d.backend === m.backend ? policyFigures(d) : null;
   const cache = m.cacheCheck && extra.cacheConfig ? cacheFacts(m, extra.cacheConfig) : null;
@@ -133,6 +134,7 @@ export function verdictInput(
     error: m.error,
     cache: cache && policy ? { ...cache, warmBreakEven: null } : cache,
     dynamic: dynamicFacts(d),
+    trainingForm: tf && tf.status === 'ok' && tf.backend === m.backend ? { recommended: tf.recommended, why: tf.why } : null,
     ...policy,
   };
 }
@@ -140,10 +142,10 @@ export function verdictInput(
 export function buildReport(meas: Measurement, usage: Usage, opts: { assumptions?: string[]; command?: string | null; thresholds?: VerdictThresholds } = {}): AdvisorReport {
   const primary = meas.backends.find((b) => b.backend === meas.primaryBackend);
   if (!primary) throw new Error('no backend was measured');
-  const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes, { cacheConfig: meas.cacheConfig, dynamicShapes: meas.dynamicShapes });
+  const vi = verdictInput(primary, meas.workload.kind, meas.workload.shapes, { cacheConfig: meas.cacheConfig, dynamicShapes: meas.dynamicShapes, trainingForms: meas.trainingForms });
   // the projection uses exactly the verdict's figures (backend, and shape policy where measured)
   const projection = project({ eagerMedianMs: vi.eagerMedianMs, compiledMedianMs: vi.compiledMedianMs, breakEven: vi.breakEven, warmCacheBreakEven: vi.cache?.warmBreakEven ?? null }, usage);
-  const verdict = withTrainingForm(decide(vi, projection, { ...DEFAULT_THRESHOLDS, tolerance: primary.accuracy.tolerance, ...opts.thresholds }), meas.trainingForms);
+  const verdict = decide(vi, projection, { ...DEFAULT_THRESHOLDS, tolerance: primary.accuracy.tolerance, ...opts.thresholds });
   const lt = usage.processLifetime;
   return finiteOrNull({
     schemaVersion: REPORT_SCHEMA_VERSION,

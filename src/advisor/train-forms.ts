@@ -12,7 +12,6 @@
 import * as kiln from 'kilnjs';
 import { checkInstance, type LoadedWorkload, type WorkloadInstance } from './workload.js';
 import { dispose, fmt, round, summarizeMs, timedCall, valuesRelErr } from './calls.js';
-import type { VerdictResult } from './verdict.js';
 
 export type TrainForm = 'whole step' | 'compiled module';
 
@@ -135,31 +134,6 @@ export async function measureTrainingForms(lw: LoadedWorkload, o: TrainFormsOpti
     ...figures,
     ...recommendForm(figures, o.tolerance),
   };
-}
-
-/**
- * The verdict with the measured training form: its reasons say which form and why, and where the
- * compiled module is the one to use, the code to adopt compiles the model instead of the step.
- */
-export function withTrainingForm(v: VerdictResult, f: TrainingForms | null): VerdictResult {
-  if (!f || f.status !== 'ok') return v;
-  const reasons = [...v.reasons, `training form: ${f.recommended === 'compiled module' ? 'kiln.compile(model) in your loop' : 'the whole step compiled'}: ${f.why}`];
-  // the verdict's imports (kilnjs, kilnjs/node for native or the cache) stay; the loop replaces compile(step)
-  const code = v.code !== null && f.recommended === 'compiled module' ? [...v.code.split('\n').filter((l) => l.startsWith('import ')), ...moduleFormLoop(f.backend)].join('\n') : v.code;
-  return { ...v, reasons, code };
-}
-
-/** The compiled-module form's loop: the loop stays, the model is compiled once. */
-function moduleFormLoop(backend: string): string[] {
-  return [
-    `const compiledModel = kiln.compile(model, { backend: '${backend}' });`,
-    'for (const [x, y] of batches) kiln.scope(() => {',
-    '  opt.zeroGrad();',
-    '  const loss = lossFn(compiledModel(x), y);',
-    '  loss.backward();',
-    '  opt.step();',
-    '});',
-  ];
 }
 
 /** The training-forms lines of the terminal summary. */

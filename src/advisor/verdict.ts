@@ -297,6 +297,8 @@ export interface VerdictInput {
   cache?: CacheFacts | null;
   /** the shape policies measured over the production shapes (null/absent: not run) */
   dynamic?: DynamicFacts | null;
+  /** training: which form to compile, measured (train-forms.ts); null/absent: not measured */
+  trainingForm?: { recommended: 'whole step' | 'compiled module'; why: string } | null;
 }
 
 /** What the verdict and checklist need of cache-check.ts's CacheCheck and CacheConfig. */
@@ -398,7 +400,9 @@ export function decide(i: VerdictInput, p: Projection, t: VerdictThresholds = DE
     ? `backend ${i.backend}, shape policy ${i.policy.name} over the ${i.policy.shapes} production shapes (per call: the mean over the shape stream; warm-up: its first pass)`
     : `backend ${i.backend}, one input shape`;
   const code = rules.verdict.startsWith('compile') ? adoptionCode(i, rules.verdict) : null;
-  const r = { ...rules, backend: i.backend, policy: i.policy?.name ?? null, basis, code };
+  const f = i.trainingForm;
+  const reasons = f ? [...rules.reasons, `training form: ${f.recommended === 'compiled module' ? 'kiln.compile(model) in your loop' : 'the whole step compiled'}: ${f.why}`] : rules.reasons;
+  const r = { ...rules, reasons, backend: i.backend, policy: i.policy?.name ?? null, basis, code };
   const iv = i.speedupInterval;
   if (r.verdict === 'keep eager for now' || !iv || !(iv[0] <= t.minSpeedup && t.minSpeedup <= iv[1])) return { ...r, confidence: 'clear' };
   return {
@@ -417,16 +421,20 @@ export function decide(i: VerdictInput, p: Projection, t: VerdictThresholds = DE
  * warm-up call where the verdict asks for one. `fn`, `model` and `exampleArgs` stand for the
  * user's names.
  */
-export function adoptionCode(i: Pick<VerdictInput, 'backend' | 'policy' | 'kind'>, verdict: Verdict): string {
+export function adoptionCode(i: Pick<VerdictInput, 'backend' | 'policy' | 'kind' | 'trainingForm'>, verdict: Verdict): string {
   const withCache = verdict === 'compile with warm-up and the persistent cache';
   const node = i.backend === 'native' || withCache;
   const policy = i.policy ? i.policy.options.replace(/\s*\(default\)\s*$/, '').trim().replace(/^\{\s*/, '').replace(/\s*\}$/, '') : '';
-  const opts = [`backend: '${i.backend}'`, ...(policy ? [policy] : []), ...(i.kind === 'training' ? ['captures: model'] : [])].join(', ');
+  // the compiled module keeps the user's loop (train-forms.ts); else the function or whole step is compiled
+  const module = i.kind === 'training' && i.trainingForm?.recommended === 'compiled module';
+  const opts = [`backend: '${i.backend}'`, ...(policy ? [policy] : []), ...(i.kind === 'training' && !module ? ['captures: model'] : [])].join(', ');
+  const name = module ? 'compiledModel' : 'compiled';
   return [
     "import * as kiln from 'kilnjs';",
     ...(node ? [`import 'kilnjs/node'; // ${[i.backend === 'native' ? 'registers the native backend' : '', withCache ? 'the persistent compile cache (set KILN_CACHE_DIR to persistent storage)' : ''].filter(Boolean).join('; ')}`] : []),
-    `const compiled = kiln.compile(${i.kind === 'training' ? 'step' : 'fn'}, { ${opts} });`,
-    ...(withCache || verdict === 'compile with dynamic shapes or buckets' ? ['await compiled.warmup([[...exampleArgs]]); // at process start, before serving'] : []),
+    `const ${name} = kiln.compile(${module ? 'model' : i.kind === 'training' ? 'step' : 'fn'}, { ${opts} });`,
+    ...(withCache || verdict === 'compile with dynamic shapes or buckets' ? [`await ${name}.warmup([[...exampleArgs]]); // at process start, before serving`] : []),
+    ...(module ? ['for (const [x, y] of batches) kiln.scope(() => {', '  opt.zeroGrad();', '  const loss = lossFn(compiledModel(x), y);', '  loss.backward();', '  opt.step();', '});'] : []),
   ].join('\n');
 }
 
