@@ -101,9 +101,9 @@ export async function measureTrainingForms(lw: LoadedWorkload, o: TrainFormsOpti
   try {
     for (let i = 0; i < o.warmup + o.calls; i++) {
       for (const [k, x] of v.entries()) {
-        const before = kiln.stats();
+        const before = k === 2 ? kiln.stats() : null;
         const r = timedCall(x.call, false);
-        if (k === 2) {
+        if (before) {
           const after = kiln.stats();
           for (const key of Object.keys(grown) as (keyof typeof grown)[]) grown[key] += after[key] - before[key];
           after.interpretedReasons.forEach((s) => reasons.add(s));
