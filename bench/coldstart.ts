@@ -118,7 +118,7 @@ async function main(): Promise<void> {
   const only = (args.get('only') ?? 'W2,W6,W7').split(',').map((s) => s.trim().toUpperCase());
   await import('kilnjs'); // registers the browser-safe backends (wasm); 'kilnjs/node' adds native
   const kilnNode = await import('kilnjs/node');
-  const { registeredKernelBackends } = await import('../src/compiler/backend-choice.js');
+  const { registeredKernelBackends } = await import('../src/backend/registry.js');
   const wanted = args.get('backends')?.split(',') ?? ['js', 'native', 'wasm'];
   const backends: { name: string; skip: string | null }[] = wanted.map((name) => {
     if (name === 'js') return { name, skip: null };

@@ -31,7 +31,7 @@ import * as kiln from 'kilnjs';
 import { clearNativeMemoryCache, nativeStats, nativeUnavailableReason } from 'kilnjs/node';
 import { threadCount } from '../src/backend/js/threads.js';
 import { runtime } from '../src/ops/dispatch.js';
-import { resolveKernelBackend } from '../src/compiler/backend-choice.js';
+import { resolveKernelBackend } from '../src/backend/registry.js';
 import { checkEagerBars } from './lib/eager-bars.js';
 import { checkBars, type Bar } from './lib/cpu-bars.js';
 import { blasMatmulRate, jsCopyBandwidth, nativeCopyBandwidth, w4Floor, type Floor } from './lib/floors.js';

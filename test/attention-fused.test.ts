@@ -1,4 +1,4 @@
-// Attention as one kernel (src/compiler/fuse-attention.ts): the cases of
+// Attention as one kernel (src/compiler/schedule/fuse-attention.ts): the cases of
 // test/helpers/attention-cases.ts on every backend that renders the kernel, against float64
 // references (causal and masked, odd and unequal sequence lengths, several key blocks, W7's
 // layout, NaN / Inf, fully masked rows), with the kernel count and no fusion fallback asserted.

@@ -14,7 +14,7 @@ import * as kilnNode from 'kilnjs/node';
 import { buildModel, input } from './fixtures/cache-child.js';
 import { wasmUnavailableReason } from '../src/backend/wasm/index.js';
 import { entries, runChild, runChildAsync, runCli } from './helpers/cache-children.js';
-import { resolveKernelBackend } from '../src/compiler/backend-choice.js';
+import { resolveKernelBackend } from '../src/backend/registry.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-cache-test-'));
 process.env.KILN_CACHE_DIR = join(ROOT, 'parent');

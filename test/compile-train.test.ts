@@ -129,7 +129,7 @@ test('a compiled step frees the grads its zeroGrad replaces before it runs: the 
   const { wasmUnavailableReason } = await import('../src/backend/wasm/index.js');
   const why = wasmUnavailableReason();
   if (why) return t.skip(why);
-  const { resolveKernelBackend } = await import('../src/compiler/backend-choice.js');
+  const { resolveKernelBackend } = await import('../src/backend/registry.js');
   const heap = (resolveKernelBackend('wasm').backend as unknown as { heap: { stats(): { peakBytes: number; bytesInUse: number } } }).heap;
   kiln.compiler.reset();
   kiln.manualSeed(2);

@@ -13,9 +13,9 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const edges = importEdges(ROOT);
 
 /** Imports from backend/ into compiler/ (issue 20 moves what they need into ir/). */
-const BACKEND_INTO_COMPILER = 70;
+const BACKEND_INTO_COMPILER = 6;
 /** Folder cycles today, each a set of folders importing each other. */
-const KNOWN_CYCLES = [['autograd', 'backend', 'compiler', 'ops', 'tensor'], ['(entry)', 'advisor', 'serve']];
+const KNOWN_CYCLES = [['autograd', 'backend', 'compiler', 'ir', 'ops', 'tensor'], ['(entry)', 'advisor', 'serve']];
 
 test('the import graph is read: hundreds of imports across the folders of src/', () => {
   assert.ok(edges.length > 1000, `${edges.length} imports`);

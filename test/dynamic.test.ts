@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
-import { fitSym, symToString, symVar, symMul, symAdd, symConst, symEval } from '../src/compiler/symbolic.js';
+import { fitSym, symToString, symVar, symMul, symAdd, symConst, symEval } from '../src/ir/symbolic.js';
 import { MlpBlock } from '../bench/workloads/w3.js';
 import { freeze } from '../bench/workloads/types.js';
 import { BATCHES, DECODER_LENS, checkBatchSizes, checkDecoderLengths, checkDynamicTrainingStep, decoder, maxRelDiff } from './helpers/dynamic.js';

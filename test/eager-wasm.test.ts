@@ -12,7 +12,7 @@ import * as kiln from 'kilnjs';
 import { processHeap } from '../src/backend/wasm/heap.js';
 import { WasmBackend } from '../src/backend/wasm/index.js';
 import { threadCount } from '../src/backend/js/threads.js';
-import type { LoopKernel } from '../src/compiler/loop-ir.js';
+import type { LoopKernel } from '../src/ir/loop-ir.js';
 import { EagerLauncher } from '../src/backend/wasm/eager/launcher.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
 

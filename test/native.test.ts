@@ -22,7 +22,7 @@ import { checkCompiledCase, checkEdgeCase, edgeCases, opTableFailures } from './
 import { checkGraph, graphArb, type T } from './helpers/random-graphs.js';
 import { compareWithEager } from './helpers/compare-eager.js';
 import { checkMlpStepsMatchEager } from './helpers/mlp-step.js';
-import { outputPoolStats } from '../src/compiler/output-pool.js';
+import { outputPoolStats } from '../src/compiler/run/output-pool.js';
 
 process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');
 const unavailable = nativeUnavailableReason();

@@ -1,4 +1,4 @@
-// kiln.profile (src/compiler/profile.ts): on js, wasm and native, the report's kernels are the
+// kiln.profile (src/compiler/observe/profile.ts): on js, wasm and native, the report's kernels are the
 // program's kernels in order, each launched once per profiled call; the Chrome trace is valid
 // JSON whose events are well formed and nest as they ran (calls > compile stages > programs >
 // kernels; eager ops); bytes and FLOPs are what the kernels move and compute (a matmul's 2MNK,

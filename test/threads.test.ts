@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as kiln from 'kilnjs';
 import { getThreadPool, planChunks, workerExecArgv } from '../src/backend/js/threads.js';
-import { outputPoolStats } from '../src/compiler/output-pool.js';
+import { outputPoolStats } from '../src/compiler/run/output-pool.js';
 import { ChunkControl, claimChunks, claimChunksSource, type ClaimChunks } from '../src/backend/js/chunk-protocol.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
 

@@ -23,8 +23,8 @@ import { renderKernelSource } from '../src/backend/js/render-loop.js';
 import { renderKernelC } from '../src/backend/native/render-c.js';
 import { renderModule } from '../src/backend/wasm/render.js';
 import { renderWgsl } from '../src/backend/webgpu/render-wgsl.js';
-import type { LoopKernel } from '../src/compiler/loop-ir.js';
-import type { Lowered } from '../src/compiler/lower.js';
+import type { LoopKernel } from '../src/ir/loop-ir.js';
+import type { Lowered } from '../src/compiler/schedule/lower.js';
 import { validateLowered } from '../src/compiler/cache/validate.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
 

@@ -21,7 +21,7 @@ import { coalescePointwise, pointwiseConfig, pointwiseStats, vec4Plan } from '..
 import { gpuIntegerExact, NORMAL_TOLERANCE } from '../src/backend/webgpu/render-random.js';
 import { grid1d } from '../src/backend/webgpu/wgsl-common.js';
 import { defaultGenerator } from '../src/core/random.js';
-import type { Affine, LExpr, PointwiseKernel } from '../src/compiler/loop-ir.js';
+import type { Affine, LExpr, PointwiseKernel } from '../src/ir/loop-ir.js';
 
 const { cpu, gpu, skip } = await webGpuForTests(() => {
   pointwiseConfig.vec4 = true;

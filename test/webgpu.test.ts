@@ -280,7 +280,7 @@ test('webgpu: an MLP training step (Adam) eager on webgpu equals the CPU', { ski
 });
 
 // Constant folding runs on the host when the default backend cannot read synchronously
-// (src/compiler/passes.ts), so tracing the step never reads GPU memory.
+// (src/compiler/schedule/passes.ts), so tracing the step never reads GPU memory.
 test('webgpu: an MLP training step (Adam) compiled on webgpu equals the CPU over 5 steps', { skip }, async () => {
   await checkMlp('gpu-compiled');
 });

@@ -18,7 +18,7 @@ import type * as kiln from '../index.js';
 import type { LoadedWorkload } from './workload.js';
 import type { RunnerArgs, RunnerResult } from './first-call-runner.js';
 import { round } from './calls.js';
-import { untrustedFolder } from '../compiler/cache/provenance.js';
+import { untrustedFolder } from '../trust/provenance.js';
 
 export interface FirstCallRun {
   /** the first compiled call (ms) */
@@ -63,7 +63,7 @@ export interface CacheConfig {
   disabled: boolean;
   /** the folder, or the nearest existing folder above it (kiln creates the rest), is writable */
   writable: boolean;
-  /** why kiln would not use the folder (another user could write it or a folder above it: src/compiler/cache/provenance.ts), or null */
+  /** why kiln would not use the folder (another user could write it or a folder above it: src/trust/provenance.ts), or null */
   untrusted: string | null;
 }
 

@@ -3,8 +3,8 @@
 // (ops, autograd, the compiler's fusion and scheduling) is backend-neutral.
 
 import type { DType, TypedArray } from '../core/dtype.js';
-import type { KernelSpec, KernelArgs } from './kernel-spec.js';
-import type { Lowered } from '../compiler/lower.js';
+import type { KernelSpec, KernelArgs } from '../ir/kernel-spec.js';
+import type { Lowered } from '../compiler/schedule/lower.js';
 
 /** An opaque buffer owned by a backend. */
 export interface BackendBuffer {
@@ -72,7 +72,7 @@ export interface Backend {
    * a dynamic program per concrete size for this backend (one compile per size).
    */
   readonly symbolicKernels?: boolean;
-  /** Whether `prepare` renders AttentionKernel (loop-ir.ts; made by src/compiler/fuse-attention.ts); absent: programs keep score, softmax and ·v kernels */
+  /** Whether `prepare` renders AttentionKernel (loop-ir.ts; made by src/compiler/schedule/fuse-attention.ts); absent: programs keep score, softmax and ·v kernels */
   readonly attentionKernels?: boolean;
   /**
    * false for a backend that reads only asynchronously (WebGPU): the compiler then folds
@@ -83,7 +83,7 @@ export interface Backend {
   syncReadError?(message: string, op: string, hint: string): Error;
   /**
    * Whether compiled programs recycle the output buffers this backend allocates for them
-   * (src/compiler/output-pool.ts): set where a fresh buffer is costly (zero-filled pages,
+   * (src/compiler/run/output-pool.ts): set where a fresh buffer is costly (zero-filled pages,
    * page faults, garbage collection); outputs of at least `minBytes` then come back to their
    * program once their tensors are gone and serve a later call. Absent: outputs are fresh and
    * freed (e.g. an allocator that reuses freed memory itself), except under mode

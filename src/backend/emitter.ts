@@ -1,7 +1,7 @@
 // What every loop-IR renderer shares: lines of code, fresh names, and the running pointer
 // variable that holds each distinct affine index inside the current loop nest.
 
-import type { Affine } from '../compiler/loop-ir.js';
+import type { Affine } from '../ir/loop-ir.js';
 
 export const affKey = (a: Affine): string => `${a.c.join(',')}+${a.o}`;
 

@@ -3,42 +3,42 @@
 
 import { placeCaptures } from './cache/placement.js';
 import { runtime, readContiguous } from '../ops/dispatch.js';
-import { checkOutputsFinite } from './check-numerics.js';
+import { checkOutputsFinite } from './run/check-numerics.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, isTensor, tensorHooks } from '../tensor/tensor.js';
 import { keep, SteppedScope } from '../tensor/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
-import { Graph, graphKey, printGraph } from './graph.js';
-import { Tracer, type BreakRequest } from './tracer.js';
-import { buildProgram, interpret, type Program } from './program.js';
-import { FusedProgram } from './fused-program.js';
-import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './lower.js';
-import { fuseAttention } from './fuse-attention.js';
-import { runPasses, type PassTimings } from './passes.js';
-import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './guards.js';
+import { Graph, graphKey, printGraph } from './capture/graph.js';
+import { Tracer, type BreakRequest } from './capture/tracer.js';
+import { buildProgram, interpret, type Program } from './run/program.js';
+import { FusedProgram } from './run/fused-program.js';
+import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './schedule/lower.js';
+import { fuseAttention } from './schedule/fuse-attention.js';
+import { runPasses, type PassTimings } from './schedule/passes.js';
+import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './capture/guards.js';
 import { GraphBreakError, RecompileError } from './errors.js';
 import { ArgumentError, KilnError, SyncReadError } from '../core/errors.js';
 import type { Backend } from '../backend/backend.js';
-import { log, warnOnce } from './logs.js';
+import { log, warnOnce } from '../core/logs.js';
 import { raiseInjectedLoweringFault } from './testing.js';
-import { counters } from './stats.js';
-import { userLocation } from './location.js';
-import { debugDump } from './debug-dir.js';
-import { allSizeChanges, type SizeChange } from './guards.js';
-import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic.js';
-import { DynamicProgram } from './dynamic-program.js';
-import { bucketCall, type BucketSpec } from './bucket.js';
-import { announceStateWrites } from './state-writes.js';
-import { applyGradEffects, bindArgGrads, gradStateGuards, releaseReplacedGrads, type ArgGradEffect } from './grad-effects.js';
-import { fillTemplate, templateOf } from './result-template.js';
-import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from './backend-choice.js';
+import { counters } from '../core/stats.js';
+import { userLocation } from './capture/location.js';
+import { debugDump } from './observe/debug-dir.js';
+import { allSizeChanges, type SizeChange } from './capture/guards.js';
+import { chooseDims, dimKey, planDynamic, type DynamicPlan } from './dynamic/dynamic.js';
+import { DynamicProgram } from './run/dynamic-program.js';
+import { bucketCall, type BucketSpec } from './dynamic/bucket.js';
+import { announceStateWrites } from './run/state-writes.js';
+import { applyGradEffects, bindArgGrads, gradStateGuards, releaseReplacedGrads, type ArgGradEffect } from './capture/grad-effects.js';
+import { fillTemplate, templateOf } from './capture/result-template.js';
+import { prewarmKernelBackend, resolveKernelBackend, type BackendChoice } from '../backend/registry.js';
 import { cachedProgram, storeProgram } from './cache/program-cache.js';
 import { saveWarmStart, tryWarmStart, type WarmContext, type WarmEntry } from './cache/warm-start.js';
-import { closeQuietly, driveGenerator, isGenerator, isGeneratorFunction, runEagerly, type ReadRequest } from './async-read.js';
+import { closeQuietly, driveGenerator, isGenerator, isGeneratorFunction, runEagerly, type ReadRequest } from './capture/async-read.js';
 import { traceJoint, type JointTrace } from './aot/joint.js';
 import { isTangent, partitionJoint, type Partition } from './aot/partition.js';
 import { AotProgram } from './aot/aot-program.js';
-import type { Runnable } from './runnable.js';
+import type { Runnable } from './run/runnable.js';
 import { profileSpan } from '../core/profiling.js';
 
 export type CompileMode = 'default' | 'reduce-overhead' | 'max-autotune';
@@ -747,7 +747,7 @@ function forwardInputs(g: Graph): number[] {
   return g.inputNodes.filter((n) => !isTangent(n)).map((n) => n.id);
 }
 
-export type { Runnable } from './runnable.js';
+export type { Runnable } from './run/runnable.js';
 
 /** Time makeProgram records as stages of its own (report.timings.passes). */
 function stagedMs(report: CompileReport): number {
@@ -758,7 +758,7 @@ function formatDecisions(ds: readonly FusionDecision[]): string {
   return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
 }
 
-export { registerKernelBackend } from './backend-choice.js';
+export { registerKernelBackend } from '../backend/registry.js';
 
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {

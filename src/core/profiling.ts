@@ -1,4 +1,4 @@
-// The active profile's event sink (kiln.profile, src/compiler/profile.ts): null unless a profile
+// The active profile's event sink (kiln.profile, src/compiler/observe/profile.ts): null unless a profile
 // runs, so every hook is one property read when nothing profiles. It lives at the bottom layer
 // because eager ops (src/ops/dispatch.ts), the compiler's stages and the programs' run loops
 // all report to it.

@@ -1,7 +1,7 @@
 // Launching a kernel that runs along one dim (scan, sort): the input as contiguous
 // [outer, len, inner] (copied when it is a strided view), the output contiguous.
 
-import type { KernelSpec } from '../backend/kernel-spec.js';
+import type { KernelSpec } from '../ir/kernel-spec.js';
 import { numel } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { view } from './dispatch.js';

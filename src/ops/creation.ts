@@ -1,7 +1,7 @@
 // Creation ops: tensor(), zeros, ones, full, arange, linspace, eye, rand, randn, randint.
 
 import type { Backend } from '../backend/backend.js';
-import type { RandomDist } from '../backend/kernel-spec.js';
+import type { RandomDist } from '../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, assertDType, typedArrayDType } from '../core/dtype.js';
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';

@@ -4,7 +4,7 @@
 
 import type { Backend } from '../backend/backend.js';
 import { defaultEagerBackend } from '../backend/wasm/eager/index.js';
-import type { ViewArg } from '../backend/kernel-spec.js';
+import type { ViewArg } from '../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
 import { ArgumentError, NumericsError, OutOfMemoryError, fmtShape } from '../core/errors.js';

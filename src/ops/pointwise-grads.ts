@@ -1,7 +1,7 @@
 // Gradients of the pointwise primitives, written with ops so that they run on any
 // backend, are captured by the tracer, and fuse like any other pointwise code.
 
-import type { ScalarOp } from '../backend/scalar-expr.js';
+import type { ScalarOp } from '../ir/scalar-expr.js';
 import type { BackwardContext } from '../autograd/node.js';
 import type { Tensor } from '../tensor/tensor.js';
 import * as m from './math.js';

@@ -5,7 +5,7 @@ import type { DType } from '../core/dtype.js';
 import { isFloat } from '../core/dtype.js';
 import { ArgumentError, IndexError, fmtShape } from '../core/errors.js';
 import { normalizeDim, normalizeDims } from '../core/shape.js';
-import type { ReduceOp } from '../backend/kernel-spec.js';
+import type { ReduceOp } from '../ir/kernel-spec.js';
 import { Tensor } from '../tensor/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { apply, view, type PrimDef, expectTensor } from './dispatch.js';

@@ -2,7 +2,7 @@
 // and cummax / cummin (the index of the running extreme is the primitive; values are gathered,
 // so the gradient goes to the element each came from).
 
-import type { ScanOp } from '../backend/kernel-spec.js';
+import type { ScanOp } from '../ir/kernel-spec.js';
 import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { apply, expectTensor, type PrimDef } from './dispatch.js';

@@ -2,7 +2,7 @@
 // decompositions over them (conv = im2col + matmul; pooling = im2col + reduction).
 
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
-import type { WindowGeometry } from '../backend/kernel-spec.js';
+import type { WindowGeometry } from '../ir/kernel-spec.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { apply, view, type PrimDef, expectTensor } from './dispatch.js';
 import { contiguous, pad, reshape, squeeze, transpose, unsqueeze } from './movement.js';

@@ -3,7 +3,7 @@
 import type { RawTensor } from '../io/safetensors.js';
 import { tensor } from '../ops/creation.js';
 import { isTensor, Tensor } from '../tensor/tensor.js';
-import type { Pad } from '../compiler/bucket.js';
+import type { Pad } from '../compiler/dynamic/bucket.js';
 import { flattenOutputs, type EngineOutput } from './engine.js';
 
 export const toTensor = (r: RawTensor): Tensor => tensor(r.data, r.shape, { dtype: r.dtype });

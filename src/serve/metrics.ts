@@ -5,8 +5,8 @@
 // read from kiln.stats() and kiln.memory() at each scrape. kiln's counters are per process:
 // two servers in one process report the same compiler totals.
 
-import type { CompilerStats } from '../compiler/stats.js';
-import { stats } from '../compiler/stats.js';
+import type { CompilerStats } from '../core/stats.js';
+import { stats } from '../core/stats.js';
 import { memoryStats } from '../tensor/storage.js';
 import type { RemoteCacheStats } from '../compiler/cache/remote.js';
 import type { BatchReport } from './batcher.js';

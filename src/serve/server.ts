@@ -16,7 +16,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { stats } from '../compiler/stats.js';
+import { stats } from '../core/stats.js';
 import { useRemoteCache, type RemoteCache } from '../compiler/cache/remote.js';
 import { artifactEngine } from './artifact-engine.js';
 import { Batcher } from './batcher.js';

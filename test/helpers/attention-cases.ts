@@ -1,4 +1,4 @@
-// Fused attention (src/compiler/fuse-attention.ts) checked on one kernel backend: each case
+// Fused attention (src/compiler/schedule/fuse-attention.ts) checked on one kernel backend: each case
 // compiled, the program has the one attention kernel where the chain fuses (and the three
 // kernels, with the reason, where it must not), no fusion fallback; outputs against a float64
 // reference of softmax(f(q·kᵀ))·v from the same inputs, NaN / Inf where eager has them.

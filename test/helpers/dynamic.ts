@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
-import { DynamicProgram } from '../../src/compiler/dynamic-program.js';
+import { DynamicProgram } from '../../src/compiler/run/dynamic-program.js';
 import { MlpBlock } from '../../bench/workloads/w3.js';
 import { Decoder } from '../../bench/workloads/w7.js';
 import { freeze } from '../../bench/workloads/types.js';

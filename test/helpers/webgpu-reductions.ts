@@ -4,7 +4,7 @@
 // Results come back as exact bits: float32 outputs as their uint32 patterns, indices as is.
 
 import * as kiln from 'kilnjs';
-import type { RowKernel } from '../../src/compiler/loop-ir.js';
+import type { RowKernel } from '../../src/ir/loop-ir.js';
 import { rowConfig, rowStats, subgroupPrologue } from '../../src/backend/webgpu/render-row.js';
 import { renderWgsl } from '../../src/backend/webgpu/render-wgsl.js';
 

@@ -6,8 +6,8 @@ import { OutOfMemoryError, fmtBytes } from '../../core/errors.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import { coalesce } from '../iteration.js';
-import type { KernelArgs, KernelSpec, ViewArg } from '../kernel-spec.js';
-import { exprKey } from '../scalar-expr.js';
+import type { KernelArgs, KernelSpec, ViewArg } from '../../ir/kernel-spec.js';
+import { exprKey } from '../../ir/scalar-expr.js';
 import { cumsum, gather, indexAdd, indexSelect, scatterAdd } from './indexing.js';
 import { scan, sortIndices } from './sort-scan.js';
 import { matmul2d } from './matmul.js';
@@ -16,7 +16,7 @@ import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
 import { chunkGrain, getThreadPool, isShared } from './threads.js';
-import { kernelLoads, kernelStores, type GroupKernel, type LoopKernel } from '../../compiler/loop-ir.js';
+import { kernelLoads, kernelStores, type GroupKernel, type LoopKernel } from '../../ir/loop-ir.js';
 
 /** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
 const PARALLEL_WORK = 1 << 17;

@@ -2,7 +2,7 @@
 
 import type { TypedArray } from '../../core/dtype.js';
 import { IndexError } from '../../core/errors.js';
-import type { KernelArgs, ViewArg } from '../kernel-spec.js';
+import type { KernelArgs, ViewArg } from '../../ir/kernel-spec.js';
 
 type Data = (v: ViewArg) => TypedArray;
 

@@ -2,7 +2,7 @@
 // increments (no index division, no per-element calls), one function per
 // (expression, dtypes, rank), cached.
 
-import type { ScalarExpr } from '../scalar-expr.js';
+import type { ScalarExpr } from '../../ir/scalar-expr.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, renderJs } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 

@@ -2,7 +2,7 @@
 // inside, accumulating in a float64 local.
 
 import type { TypedArray } from '../../core/dtype.js';
-import type { ReduceOp } from '../kernel-spec.js';
+import type { ReduceOp } from '../../ir/kernel-spec.js';
 
 export type ReduceFn = (
   input: TypedArray, inOffset: number, inStrides: readonly number[],

@@ -2,18 +2,18 @@
 // shapes and strides as constants, a running pointer per distinct index expression (no
 // index multiplication in inner loops) and no per-element function calls.
 
-import type { Affine, AttentionKernel, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { exprLoads, kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../compiler/loop-ir.js';
-import { checkKernel } from '../../compiler/loop-ir-check.js';
+import type { Affine, AttentionKernel, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
+import { exprLoads, kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../ir/loop-ir.js';
+import { checkKernel } from '../../ir/loop-ir-check.js';
 export { kernelExtent, kernelWork };
-import type { ReduceOp } from '../kernel-spec.js';
-import type { ScalarOp } from '../scalar-expr.js';
+import type { ReduceOp } from '../../ir/kernel-spec.js';
+import type { ScalarOp } from '../../ir/scalar-expr.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, jsNumber, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { affKey, Emitter } from '../emitter.js';
 import { matmul2d } from './matmul.js';
-import { symConst, symIsConst, symEval, symKey, symMul, symToCode, type Sym } from '../../compiler/symbolic.js';
+import { symConst, symIsConst, symEval, symKey, symMul, symToCode, type Sym } from '../../ir/symbolic.js';
 
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
 export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;

@@ -1,7 +1,7 @@
 // Renders a ScalarExpr as a JavaScript expression. Helper functions (erf, round half
 // to even) are passed into the generated code's scope and inlined by the JIT.
 
-import type { ScalarExpr, ScalarOp } from '../scalar-expr.js';
+import type { ScalarExpr, ScalarOp } from '../../ir/scalar-expr.js';
 
 export function erf(x: number): number {
   // W. J. Cody's rational approximations; |error| < 1.2e-16 relative to float64 erf.

@@ -4,7 +4,7 @@
 // running max / min from where it appears, and ties move the index to the later element.
 
 import type { TypedArray } from '../../core/dtype.js';
-import type { AlongDimArgs, ScanOp, ViewArg } from '../kernel-spec.js';
+import type { AlongDimArgs, ScanOp, ViewArg } from '../../ir/kernel-spec.js';
 
 type Data = (v: ViewArg) => TypedArray;
 

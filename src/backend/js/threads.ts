@@ -12,7 +12,7 @@
 // math, the matmul engine) are shipped as the source text of self-contained factories.
 
 import type { TypedArray } from '../../core/dtype.js';
-import { splitsBatch, type LoopKernel } from '../../compiler/loop-ir.js';
+import { splitsBatch, type LoopKernel } from '../../ir/loop-ir.js';
 import { ChunkControl, claimChunksSource, CTL_SLOTS, MAX_CHUNKS } from './chunk-protocol.js';
 import { createFastMath } from './fast-math.js';
 import { createMatmul } from './matmul.js';

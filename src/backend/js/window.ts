@@ -2,7 +2,7 @@
 // [N, C*KH*KW, OH*OW], so that conv is a matmul and pooling a reduction.
 
 import type { TypedArray } from '../../core/dtype.js';
-import type { WindowGeometry } from '../kernel-spec.js';
+import type { WindowGeometry } from '../../ir/kernel-spec.js';
 
 /** image: contiguous [N,C,H,W] at imgOff; cols: contiguous [N, C*KH*KW, OH*OW] at colOff. */
 export function im2col(img: TypedArray, imgOff: number, cols: TypedArray, colOff: number, g: WindowGeometry): void {

@@ -1,5 +1,5 @@
 // The native backend's attention kernel (loop-ir.ts AttentionKernel, made by
-// src/compiler/fuse-attention.ts): flash-attention style, per task = one batch entry and a block
+// src/compiler/schedule/fuse-attention.ts): flash-attention style, per task = one batch entry and a block
 // of ROWS query rows (tasks split across OpenMP threads). For each block of KEYS_BLOCK keys:
 // kᵀ's block packed contiguous, the rows' dot products with it vectorized across the keys, the
 // kernel's score statements (scale, mask) on each, then the online softmax per row (running
@@ -10,7 +10,7 @@
 // rescale is 0 (not exp of -inf - -inf); a fully masked row ends 0 / 0 = NaN, as eager's
 // softmax does.
 
-import type { Affine, AttentionKernel, Store } from '../../compiler/loop-ir.js';
+import type { Affine, AttentionKernel, Store } from '../../ir/loop-ir.js';
 import { affinesOf, CEmitter, CTYPE, expr, PARALLEL_WORK, stmts, stores } from './render-c.js';
 
 /** keys per block; query rows per task: all of a batch entry's (up to MAX_ROWS) when there are enough entries to keep the threads busy, else ROWS */

@@ -10,11 +10,11 @@
 
 import { existsSync } from 'node:fs';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
-import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
+import type { KernelArgs, KernelSpec } from '../../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../../core/dtype.js';
 import { JS_OUTPUT_RECYCLING, JsBackend, type JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
-import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
+import { kernelExtent, kernelWork, type LoopKernel } from '../../ir/loop-ir.js';
 import { threadCount } from '../js/threads.js';
 import { C_HEADER, kernelParams, kernelPrepack, MAX_DIRECT_BUFFERS, renderKernelC, runtimeSource, type Param, type PrepackB } from './render-c.js';
 import { buildAndLoad, cacheDir, compileFlags, cpuModel, findCompiler, getKoffi, LIBRARY_NAME, loadLibrary, nativeCounters, resetToolchain, type Compiler, type KoffiLib } from './toolchain.js';

@@ -7,7 +7,7 @@
 // the storage lives and its version stays, and packed again when it moves.
 
 import type { TypedArray } from '../../core/dtype.js';
-import type { ContentVersion } from '../kernel-spec.js';
+import type { ContentVersion } from '../../ir/kernel-spec.js';
 import type { PrepackB } from './render-c.js';
 import type { KoffiLib } from './toolchain.js';
 

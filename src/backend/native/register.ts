@@ -1,7 +1,7 @@
 // Registers the native backend with kiln.compile (imported by 'kilnjs/node').
 
 import { registerKernelBackend } from '../../compiler/compile.js';
-import { log } from '../../compiler/logs.js';
+import { log } from '../../core/logs.js';
 import { ArgumentError } from '../../core/errors.js';
 import { runtime } from '../../ops/dispatch.js';
 import { JsBackend } from '../js/index.js';

@@ -33,14 +33,14 @@
 
 import { affKey, Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
-import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStores, kernelWork, sharedStmts, splitsBatch, symProd } from '../../compiler/loop-ir.js';
-import type { ScalarOp } from '../scalar-expr.js';
-import { symConst, symIsConst, symMul, type Sym } from '../../compiler/symbolic.js';
+import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
+import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStores, kernelWork, sharedStmts, splitsBatch, symProd } from '../../ir/loop-ir.js';
+import type { ScalarOp } from '../../ir/scalar-expr.js';
+import { symConst, symIsConst, symMul, type Sym } from '../../ir/symbolic.js';
 import { CSizes } from './sizes-c.js';
 import { renderAttention } from './attention-c.js';
 import { engineName, engineSignature, MATMUL_HEADER, matmulEngine, type EngineKey } from './matmul-c.js';
-import { checkKernel } from '../../compiler/loop-ir-check.js';
+import { checkKernel } from '../../ir/loop-ir-check.js';
 
 /** Value kinds of C expressions: float, double, int32, bool (0/1 int), 64-bit int (indices, int sums). */
 type Kind = 'f32' | 'f64' | 'i32' | 'b' | 'i64';

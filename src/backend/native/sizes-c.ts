@@ -5,8 +5,8 @@
 // against a local and running indices advance by a local, as static kernels do with literals.
 // Static kernels never create one of these (their C text, the disk cache's key, is unchanged).
 
-import type { KernelSizes } from '../../compiler/loop-ir.js';
-import { symAdd, symConst, symEval, symIsConst, symKey, symMul, symToCode, type Sym } from '../../compiler/symbolic.js';
+import type { KernelSizes } from '../../ir/loop-ir.js';
+import { symAdd, symConst, symEval, symIsConst, symKey, symMul, symToCode, type Sym } from '../../ir/symbolic.js';
 
 const symName = (i: number) => `s${i}`;
 

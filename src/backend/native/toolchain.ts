@@ -11,7 +11,7 @@
 //                  flags, the compiler's version line and the CPU model
 //
 // A library is code: each one is sealed when it is built (<hash>.mac beside it: an HMAC under
-// this user's secret of its name and its bytes' sha256, src/compiler/cache/secret.ts) and
+// this user's secret of its name and its bytes' sha256, src/trust/secret.ts) and
 // verified before it is loaded, once per process. A library that does not verify (edited,
 // truncated, swapped for another entry's, or not made by this user's kiln) is rejected
 // (stats().cache.untrusted, KILN_LOGS=cache), removed and built again. A native/ folder that
@@ -28,11 +28,11 @@ import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, homedir, platform, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
-import { log as logChannel, warnOnce } from '../../compiler/logs.js';
-import { counters as compilerCounters } from '../../compiler/stats.js';
-import { untrustedFolder } from '../../compiler/cache/provenance.js';
-import { readRegularFile } from '../../compiler/cache/safe-fs.js';
-import { mac, macMatches } from '../../compiler/cache/secret.js';
+import { log as logChannel, warnOnce } from '../../core/logs.js';
+import { counters as compilerCounters } from '../../core/stats.js';
+import { untrustedFolder } from '../../trust/provenance.js';
+import { readRegularFile } from '../../trust/safe-fs.js';
+import { mac, macMatches } from '../../trust/secret.js';
 import { NativeCompileError, NativeUnavailableError } from './errors.js';
 
 /** Bumped when the code generation changes in a way the source text does not show. */

@@ -1,4 +1,4 @@
-// The wasm attention kernel (loop-ir.ts AttentionKernel, made by src/compiler/fuse-attention.ts):
+// The wasm attention kernel (loop-ir.ts AttentionKernel, made by src/compiler/schedule/fuse-attention.ts):
 // one query row at a time over [lo, hi) of the flattened (batch entry, row) pairs (threads split
 // the rows). Per row, in the thread's scratch: the dot products with every key (f32x4 over the
 // depth when q and k are contiguous there), the score statements on each (scale, mask; scalar),
@@ -7,7 +7,7 @@
 // then the epilogue with acc = o / l. softmax(s)·v as eager computes it (two passes over the
 // row's scores, which stay in scratch), without the scores or probabilities reaching memory.
 
-import type { Affine, AttentionKernel, LExpr, Stmt, Store } from '../../compiler/loop-ir.js';
+import type { Affine, AttentionKernel, LExpr, Stmt, Store } from '../../ir/loop-ir.js';
 import { accessKey, Gen, VT } from './gen.js';
 import { accessesOf, loops } from './loops.js';
 import { Op, Simd, T, type ValType } from './opcodes.js';

@@ -4,8 +4,8 @@
 // preparing those kernels then skips rendering the module, and modules with the same bytes are
 // compiled once per process (index.ts keeps them by their bytes). Browser-safe: base64 by hand.
 
-import type { LoopKernel } from '../../compiler/loop-ir.js';
-import type { Sym } from '../../compiler/symbolic.js';
+import type { LoopKernel } from '../../ir/loop-ir.js';
+import type { Sym } from '../../ir/symbolic.js';
 import { kernelBuffers, kernelPrepack, type RenderedKernel } from './render.js';
 
 const FORMAT = 'kiln-wasm-code-1';

@@ -5,8 +5,8 @@
 
 import type { BackendBuffer } from '../backend.js';
 import type { JsBuffer } from '../js/index.js';
-import { kernelExtentWorkSym, type KernelSizes, type LoopKernel } from '../../compiler/loop-ir.js';
-import { symConst, symEval, type Sym } from '../../compiler/symbolic.js';
+import { kernelExtentWorkSym, type KernelSizes, type LoopKernel } from '../../ir/loop-ir.js';
+import { symConst, symEval, type Sym } from '../../ir/symbolic.js';
 import type { Heap } from './heap.js';
 import { chunkGrain } from '../js/threads.js';
 

@@ -6,15 +6,15 @@
 // Math.* in double (vectorized loops use vmath.ts instead).
 
 import type { DType } from '../../core/dtype.js';
-import type { Affine, LExpr, Stmt } from '../../compiler/loop-ir.js';
-import type { ScalarOp } from '../scalar-expr.js';
+import type { Affine, LExpr, Stmt } from '../../ir/loop-ir.js';
+import type { ScalarOp } from '../../ir/scalar-expr.js';
 import { affKey } from '../emitter.js';
 import type { FuncBuilder } from './encoder.js';
 import { Op, T, type ValType } from './opcodes.js';
 import type { MathImport, ModuleContext } from './module-context.js';
 import { toInt32 } from './vmath.js';
 import type { SizeLocals } from './sizes.js';
-import type { Sym } from '../../compiler/symbolic.js';
+import type { Sym } from '../../ir/symbolic.js';
 
 export type Kind = 'f32' | 'f64' | 'i32' | 'b';
 export const KIND: Record<DType, Kind> = { float32: 'f32', float64: 'f64', int32: 'i32', bool: 'b' };

@@ -5,12 +5,12 @@
 // Browser-safe: Node-only parts (worker_threads) are reached through process.getBuiltinModule.
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
-import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
+import type { KernelArgs, KernelSpec } from '../../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../../core/dtype.js';
 import { JsBackend, JsBuffer } from '../js/index.js';
 import { JsBufferBackend } from '../js/buffer-backend.js';
 import { chunkGrain, threadCount } from '../js/threads.js';
-import { kernelExtent, kernelWork, type LoopKernel } from '../../compiler/loop-ir.js';
+import { kernelExtent, kernelWork, type LoopKernel } from '../../ir/loop-ir.js';
 import { Heap, processHeap, type HeapStats } from './heap.js';
 import { describeKernel, renderModule, renderModuleSkipping, type RenderedKernel } from './render.js';
 import { createPool, poolUnavailableReason, type WasmPool } from './threads.js';

@@ -3,10 +3,10 @@
 // innermost loop is rendered with f32x4 when the body allows it (four elements a step, then
 // one partial vector whose stores are lane by lane), else one element a step.
 
-import { exprLoads, type Affine, type LExpr, type Stmt, type Store } from '../../compiler/loop-ir.js';
+import { exprLoads, type Affine, type LExpr, type Stmt, type Store } from '../../ir/loop-ir.js';
 import { Op } from './opcodes.js';
 import { accessKey, Gen, NotVectorizable, SIZE, type Access } from './gen.js';
-import type { Sym } from '../../compiler/symbolic.js';
+import type { Sym } from '../../ir/symbolic.js';
 
 export interface Dim {
   readonly v: number;

@@ -5,8 +5,8 @@
 // cache. Tiles honour `kernel.tiles` (max-autotune's candidates).
 
 import type { DType } from '../../core/dtype.js';
-import type { Affine, LExpr, MatmulKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { splitsBatch } from '../../compiler/loop-ir.js';
+import type { Affine, LExpr, MatmulKernel, Stmt, Store } from '../../ir/loop-ir.js';
+import { splitsBatch } from '../../ir/loop-ir.js';
 import { Gen, KIND, SIZE } from './gen.js';
 import { accessesOf, loops, vectorSafe, type Dim } from './loops.js';
 import { Op, Simd, T, type ValType } from './opcodes.js';
@@ -14,7 +14,7 @@ import type { FuncBuilder } from './encoder.js';
 import type { ModuleContext } from './module-context.js';
 import { VecGen } from './vector.js';
 import type { Params } from './kernels.js';
-import { symConst, symIsConst, symMul, symScale, symToString, type Sym } from '../../compiler/symbolic.js';
+import { symConst, symIsConst, symMul, symScale, symToString, type Sym } from '../../ir/symbolic.js';
 
 /** micro-kernel rows and columns (f32: 4 x 8 = eight f32x4 accumulators; f64: 4 x 4) */
 export const MR = 4;

@@ -5,7 +5,7 @@
 // storage version packs again (the stale region is released), so a training step keeps packing
 // per call as before. Packing runs once per content, in JavaScript.
 
-import type { ContentVersion } from '../kernel-spec.js';
+import type { ContentVersion } from '../../ir/kernel-spec.js';
 import type { TypedArray } from '../../core/dtype.js';
 import type { Heap } from './heap.js';
 import type { RenderedKernel } from './render.js';

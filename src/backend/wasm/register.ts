@@ -1,8 +1,8 @@
 // Registers the wasm backend with kiln.compile (imported by the browser-safe 'kilnjs' entry).
 
 import { registerKernelBackend } from '../../compiler/compile.js';
-import { log } from '../../compiler/logs.js';
-import { statsSections } from '../../compiler/stats.js';
+import { log } from '../../core/logs.js';
+import { statsSections } from '../../core/stats.js';
 import { ArgumentError } from '../../core/errors.js';
 import { runtime } from '../../ops/dispatch.js';
 import { JsBackend } from '../js/index.js';

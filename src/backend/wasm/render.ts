@@ -1,9 +1,9 @@
 // Renders loop-IR kernels into one wasm module (one exported function per kernel):
 // `kernel(base_b..., lo, hi, scratch, aux)` with a base byte address per buffer it uses.
 
-import type { LoopKernel } from '../../compiler/loop-ir.js';
-import { bufferDTypes, printKernel } from '../../compiler/loop-ir.js';
-import { checkKernel } from '../../compiler/loop-ir-check.js';
+import type { LoopKernel } from '../../ir/loop-ir.js';
+import { bufferDTypes, printKernel } from '../../ir/loop-ir.js';
+import { checkKernel } from '../../ir/loop-ir-check.js';
 import { FuncBuilder } from './encoder.js';
 import { Gen } from './gen.js';
 import { renderPointwise, renderRow } from './kernels.js';
@@ -12,7 +12,7 @@ import { OUT, renderAttention, SCORES } from './attention.js';
 import { ModuleContext } from './module-context.js';
 import { T } from './opcodes.js';
 import { SizeLocals } from './sizes.js';
-import type { Sym } from '../../compiler/symbolic.js';
+import type { Sym } from '../../ir/symbolic.js';
 import type { DType } from '../../core/dtype.js';
 
 export interface RenderedKernel {

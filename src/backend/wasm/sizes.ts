@@ -4,8 +4,8 @@
 // there, so loops compare against a local and pointers advance by a local, as static kernels
 // do with constants. Static kernels never create one of these (their code is unchanged).
 
-import type { KernelSizes } from '../../compiler/loop-ir.js';
-import { symEval, symIsConst, symKey, symScale, type Sym } from '../../compiler/symbolic.js';
+import type { KernelSizes } from '../../ir/loop-ir.js';
+import { symEval, symIsConst, symKey, symScale, type Sym } from '../../ir/symbolic.js';
 import type { FuncBuilder } from './encoder.js';
 import { Op, OpFC, T } from './opcodes.js';
 

@@ -3,8 +3,8 @@
 // else (float64 or int32 values, argmax, strided loads) throws NotVectorizable and the loop is
 // rendered scalar. Transcendental ops without an f32x4 form run lane by lane on Math.*.
 
-import type { LExpr, Stmt } from '../../compiler/loop-ir.js';
-import type { ScalarOp } from '../scalar-expr.js';
+import type { LExpr, Stmt } from '../../ir/loop-ir.js';
+import type { ScalarOp } from '../../ir/scalar-expr.js';
 import { Gen, NotVectorizable, type Kind } from './gen.js';
 import { Op, Simd, T } from './opcodes.js';
 import type { MathImport } from './module-context.js';
@@ -206,7 +206,7 @@ export class VecGen {
   }
 
   /** Stores four float32 lanes (`lanes`: a local with how many to store, or all four). */
-  store(s: { buf: number; at: import('../../compiler/loop-ir.js').Affine; dtype: string; value: LExpr }, lanes: number | null): void {
+  store(s: { buf: number; at: import('../../ir/loop-ir.js').Affine; dtype: string; value: LExpr }, lanes: number | null): void {
     const g = this.g, fb = g.fb;
     if (s.dtype !== 'float32') throw new NotVectorizable(`a ${s.dtype} store`);
     if ((s.at.c[g.vecVar] ?? 0) !== 1) throw new NotVectorizable('a store that is not contiguous');

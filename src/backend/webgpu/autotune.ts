@@ -23,9 +23,9 @@
 // under `perf`.
 
 import type { DType } from '../../core/dtype.js';
-import type { MatmulKernel } from '../../compiler/loop-ir.js';
-import type { FusionDecision, Lowered } from '../../compiler/lower.js';
-import { log } from '../../compiler/logs.js';
+import type { MatmulKernel } from '../../ir/loop-ir.js';
+import type { FusionDecision, Lowered } from '../../compiler/schedule/lower.js';
+import { log } from '../../core/logs.js';
 import { isTensor } from '../../tensor/tensor.js';
 import { scope } from '../../tensor/scope.js';
 import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig, type MatmulPrecision } from './render-matmul.js';

@@ -3,11 +3,11 @@
 // Shapes, strides and parameters become constants of the shader (one pipeline per distinct
 // kernel, cached by its WGSL source). Ops with no WGSL kernel raise a typed error.
 
-import type { Affine, LExpr, LoopKernel } from '../../compiler/loop-ir.js';
+import type { Affine, LExpr, LoopKernel } from '../../ir/loop-ir.js';
 import type { BackendBuffer } from '../backend.js';
 import { coalesce } from '../iteration.js';
-import type { KernelArgs, KernelSpec } from '../kernel-spec.js';
-import type { ScalarExpr } from '../scalar-expr.js';
+import type { KernelArgs, KernelSpec } from '../../ir/kernel-spec.js';
+import type { ScalarExpr } from '../../ir/scalar-expr.js';
 import { WebGpuUnsupportedError } from './errors.js';
 
 export interface EagerLaunch {

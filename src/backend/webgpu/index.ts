@@ -13,9 +13,9 @@
 // device) are kept and thrown by the next call, and reject pending reads: never swallowed.
 
 import type { Backend, BackendBuffer, PreparedKernel, ProgramRecording, RecordStep } from '../backend.js';
-import type { KernelArgs, KernelSpec, RandomDist } from '../kernel-spec.js';
+import type { KernelArgs, KernelSpec, RandomDist } from '../../ir/kernel-spec.js';
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
-import type { LoopKernel } from '../../compiler/loop-ir.js';
+import type { LoopKernel } from '../../ir/loop-ir.js';
 import { BufferPool } from './buffer-pool.js';
 import { eagerKernel, unsupported, UNSUPPORTED_EAGER } from './eager.js';
 import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuSyncReadError, WebGpuUnsupportedError, WebGpuValidationError } from './errors.js';
@@ -31,7 +31,7 @@ import { checkEnum } from '../../core/enum-arg.js';
 import { MatmulTuner, type AutotuneOptions, type AutotuneReport, type AutotuneTarget } from './autotune.js';
 import { Profiler, type GpuProfile } from './profile.js';
 import { hasTimestamps } from './timestamps.js';
-import type { Lowered } from '../../compiler/lower.js';
+import type { Lowered } from '../../compiler/schedule/lower.js';
 
 const MAP_READ = 1, COPY_DST = 8;
 const GPU_MAP_READ = 1;

@@ -7,7 +7,7 @@
 // (conv2d, pooling) live in render-window.ts and are dispatched from here.
 
 import type { BackendBuffer } from '../backend.js';
-import type { KernelArgs, KernelSpec, ViewArg } from '../kernel-spec.js';
+import type { KernelArgs, KernelSpec, ViewArg } from '../../ir/kernel-spec.js';
 import { grid1d } from './wgsl-common.js';
 import { wtype } from './wgsl-expr.js';
 import type { WgslKernel } from './wgsl-common.js';

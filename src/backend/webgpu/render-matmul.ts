@@ -25,8 +25,8 @@
 // The epilogue (loads, pointwise math, stores) runs on each accumulator, with the same loop
 // variables as before (batch..., i, j).
 
-import type { MatmulKernel, MatmulOperand } from '../../compiler/loop-ir.js';
-import { bufferDTypes, kernelLoads, kernelStores } from '../../compiler/loop-ir.js';
+import type { MatmulKernel, MatmulOperand } from '../../ir/loop-ir.js';
+import { bufferDTypes, kernelLoads, kernelStores } from '../../ir/loop-ir.js';
 import { Body, affine, decompose, MAX_GROUPS_PER_DIM, type AliasMap, type BindingPlan, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, wtype } from './wgsl-expr.js';
 import { WebGpuUnsupportedError } from './errors.js';

@@ -13,7 +13,7 @@
 // scalar kernel. Loads are read before the first statement or store that uses them and read
 // again after a store to the same binding (an in-place alias), as the scalar kernel's order.
 
-import { exprLoads, kernelLoadExprs, type Affine, type LExpr, type LLoad, type PointwiseKernel, type Store } from '../../compiler/loop-ir.js';
+import { exprLoads, kernelLoadExprs, type Affine, type LExpr, type LLoad, type PointwiseKernel, type Store } from '../../ir/loop-ir.js';
 import { coalesce } from '../iteration.js';
 import { affine, Body, decompose, grid1d, planBindings, storeValue, type AliasMap, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, render, wtype, type ExprEnv, type WType } from './wgsl-expr.js';

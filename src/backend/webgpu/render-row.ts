@@ -15,8 +15,8 @@
 // fixed order by lane), and the workgroup-memory tree stops at stride n: log2(n) fewer barrier
 // levels, and the same bits every run for a given subgroup size (no atomics in the arithmetic).
 
-import type { LExpr, Reduction, RowKernel } from '../../compiler/loop-ir.js';
-import type { ReduceOp } from '../kernel-spec.js';
+import type { LExpr, Reduction, RowKernel } from '../../ir/loop-ir.js';
+import type { ReduceOp } from '../../ir/kernel-spec.js';
 import { Body, decompose, grid1d, planBindings, type AliasMap, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, render, renderAs, type WType } from './wgsl-expr.js';
 

@@ -3,8 +3,8 @@
 // may be ordered: a later part can read what an earlier one wrote), and so each part binds
 // only its own buffers.
 
-import type { LoopKernel } from '../../compiler/loop-ir.js';
-import { checkKernel } from '../../compiler/loop-ir-check.js';
+import type { LoopKernel } from '../../ir/loop-ir.js';
+import { checkKernel } from '../../ir/loop-ir-check.js';
 import { renderMatmul } from './render-matmul.js';
 import { renderPointwise } from './render-pointwise.js';
 import { renderRow } from './render-row.js';

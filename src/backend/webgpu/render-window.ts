@@ -8,7 +8,7 @@
 // order (kernel row, then kernel column), so both backends round alike.
 
 import type { BackendBuffer } from '../backend.js';
-import type { KernelArgs, WindowGeometry } from '../kernel-spec.js';
+import type { KernelArgs, WindowGeometry } from '../../ir/kernel-spec.js';
 import type { DType } from '../../core/dtype.js';
 import { indexKernel } from './render-indexing.js';
 import { HelperSet, literal, wtype } from './wgsl-expr.js';

@@ -11,7 +11,7 @@
 // no later than the part that writes it; stores to one buffer stay in one part; read/write
 // cycles are kept in one part. Parts are packed greedily in an order that respects this.
 
-import { forEachLeaf, type LExpr, type LoopKernel, type PointwiseKernel, type Stmt, type Store } from '../../compiler/loop-ir.js';
+import { forEachLeaf, type LExpr, type LoopKernel, type PointwiseKernel, type Stmt, type Store } from '../../ir/loop-ir.js';
 
 type Single = Exclude<LoopKernel, { kind: 'group' }>;
 

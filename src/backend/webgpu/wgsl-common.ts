@@ -1,8 +1,8 @@
 // Pieces every WGSL kernel shares: buffer bindings, affine indices, index decomposition,
 // and the dispatch grid (at most 65535 workgroups per dimension).
 
-import type { Affine, LoopKernel, Stmt, Store } from '../../compiler/loop-ir.js';
-import { bufferDTypes, kernelLoads, kernelStores } from '../../compiler/loop-ir.js';
+import type { Affine, LoopKernel, Stmt, Store } from '../../ir/loop-ir.js';
+import { bufferDTypes, kernelLoads, kernelStores } from '../../ir/loop-ir.js';
 import type { DType } from '../../core/dtype.js';
 import { HelperSet, render, wtype, type ExprEnv, type Typed, type WType } from './wgsl-expr.js';
 

@@ -3,9 +3,9 @@
 // u32 holding 0/1) and arguments are converted where an op needs them in another type.
 
 import type { DType } from '../../core/dtype.js';
-import type { LExpr } from '../../compiler/loop-ir.js';
-import type { ScalarOp } from '../scalar-expr.js';
-import { isBoolResult } from '../scalar-expr.js';
+import type { LExpr } from '../../ir/loop-ir.js';
+import type { ScalarOp } from '../../ir/scalar-expr.js';
+import { isBoolResult } from '../../ir/scalar-expr.js';
 import { float64Error } from './errors.js';
 
 export type WType = 'f32' | 'i32' | 'u32';

@@ -4,10 +4,10 @@
 
 import { edgeOf } from '../../autograd/node.js';
 import { alias, runtime } from '../../ops/dispatch.js';
-import { checkOutputsFinite } from '../check-numerics.js';
+import { checkOutputsFinite } from '../run/check-numerics.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { Graph } from '../graph.js';
-import type { Runnable } from '../runnable.js';
+import type { Graph } from '../capture/graph.js';
+import type { Runnable } from '../run/runnable.js';
 import { CompiledGradNode, type BackwardPlan } from './compiled-node.js';
 import { isTangent, type Partition } from './partition.js';
 

@@ -11,7 +11,7 @@ import { apply, runtime } from '../../ops/dispatch.js';
 import { zeros } from '../../ops/creation.js';
 import { copy } from '../../ops/pointwise.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { Graph, TensorMeta } from '../graph.js';
+import type { Graph, TensorMeta } from '../capture/graph.js';
 import { isContiguous } from '../../core/shape.js';
 
 /** What the node needs of its compiled pair (aot-program.ts). */

@@ -11,7 +11,7 @@ import { noGrad } from '../../autograd/grad-mode.js';
 import { runtime } from '../../ops/dispatch.js';
 import { add } from '../../ops/math.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { Tracer } from '../tracer.js';
+import type { Tracer } from '../capture/tracer.js';
 
 /** Argument paths of a backward graph's inputs: values the forward saved, gradients of the results. */
 export const SAVED_ARG = '@saved';

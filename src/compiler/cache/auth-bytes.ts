@@ -12,7 +12,7 @@
 // logged, counted and removed, and the graph compiles locally.
 
 import { createHmac, createPrivateKey, createPublicKey, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
-import { log } from '../logs.js';
+import { log } from '../../core/logs.js';
 import type { ByteStore } from './byte-store.js';
 
 /** How a fleet's entries are authenticated. */

@@ -20,8 +20,8 @@ import { cacheRoot } from './disk-store.js';
 import { buildEnvironment, describeEnvironment, kilnVersion, type BuildEnvironment } from './environment.js';
 import { entryName } from './entry-store.js';
 import { ArtifactError } from './errors.js';
-import { untrustedFolder } from './provenance.js';
-import { readRegularFile } from './safe-fs.js';
+import { untrustedFolder } from '../../trust/provenance.js';
+import { readRegularFile } from '../../trust/safe-fs.js';
 import { checkShipped, macSealer, macValid, signSealer, type KeyInput, type TrustOptions } from './seal.js';
 import type { EntryKind } from './store.js';
 

@@ -23,12 +23,12 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { log, warnOnce } from '../logs.js';
-import { counters } from '../stats.js';
+import { log, warnOnce } from '../../core/logs.js';
+import { counters } from '../../core/stats.js';
 import type { ByteStore } from './byte-store.js';
 import { EntryStore } from './entry-store.js';
-import { untrustedFolder } from './provenance.js';
-import { readRegularFile } from './safe-fs.js';
+import { untrustedFolder } from '../../trust/provenance.js';
+import { readRegularFile } from '../../trust/safe-fs.js';
 
 const EXT = '.kc';
 /** names the layer above uses (entry-store.ts); anything else is refused */

@@ -13,8 +13,8 @@
 // counted, removed from its byte store, and the graph compiles again. Every byte store (the
 // disk, a remote one) gets these checks.
 
-import { log } from '../logs.js';
-import { counters } from '../stats.js';
+import { log } from '../../core/logs.js';
+import { counters } from '../../core/stats.js';
 import type { ByteStore } from './byte-store.js';
 import { ContainerError, decodeContainer, encodeContainer, sha256 } from './container.js';
 import { kilnVersion, platformTag, sourceFingerprint } from './environment.js';

@@ -11,7 +11,7 @@ import { getThreadPool } from '../../backend/js/threads.js';
 import { WasmBackend } from '../../backend/wasm/index.js';
 import { runtime } from '../../ops/dispatch.js';
 import { Tensor } from '../../tensor/tensor.js';
-import { resolveKernelBackend } from '../backend-choice.js';
+import { resolveKernelBackend } from '../../backend/registry.js';
 import type { CompileOptions } from '../compile.js';
 
 /** Moves weights into the memory the kernel backend `kb` (undefined: JS) reads. */

@@ -3,7 +3,7 @@
 // a graph holding one is never stored (its code is the user's JavaScript).
 
 import type { PrimDef } from '../../ops/dispatch.js';
-import { BINARY_OPS, TERNARY_OPS, UNARY_OPS } from '../../backend/scalar-expr.js';
+import { BINARY_OPS, TERNARY_OPS, UNARY_OPS } from '../../ir/scalar-expr.js';
 import { castPrim, pointwisePrim } from '../../ops/pointwise.js';
 import { REDUCE_PRIMS } from '../../ops/reduce.js';
 import { matmulPrim } from '../../ops/linalg.js';

@@ -6,13 +6,13 @@
 // stored sources; native finds its libraries in toolchain.ts's disk cache by the same key).
 
 import type { Backend } from '../../backend/backend.js';
-import type { KernelSpec } from '../../backend/kernel-spec.js';
+import type { KernelSpec } from '../../ir/kernel-spec.js';
 import { runtime } from '../../ops/dispatch.js';
-import { graphKey, type Graph } from '../graph.js';
-import type { Lowered } from '../lower.js';
-import type { FusedProgram } from '../fused-program.js';
-import { log } from '../logs.js';
-import { counters } from '../stats.js';
+import { graphKey, type Graph } from '../capture/graph.js';
+import type { Lowered } from '../schedule/lower.js';
+import type { FusedProgram } from '../run/fused-program.js';
+import { log } from '../../core/logs.js';
+import { counters } from '../../core/stats.js';
 import { InvalidProgramError } from '../errors.js';
 import { Blobs, decodeLowered, encodeLowered, NotStorable, type StoredLowered } from './serialize.js';
 import { cacheStore, type CacheStore } from './store.js';

@@ -11,7 +11,7 @@
 
 import { createRequire } from 'node:module';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { log } from '../logs.js';
+import { log } from '../../core/logs.js';
 import type { ByteStore } from './byte-store.js';
 import { REDIS_WORKER_SOURCE, type WorkerReply, type WorkerRequest, type WorkerState } from './redis-worker.js';
 

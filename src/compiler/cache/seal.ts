@@ -13,10 +13,10 @@
 // passes `unsafeUnsigned` / `--unsafe-unsigned` (then kiln warns what it is about to run).
 
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { warnOnce } from '../logs.js';
+import { warnOnce } from '../../core/logs.js';
 import { sealedText, type ContainerHeader, type Sealer } from './container.js';
 import { UntrustedFileError } from './errors.js';
-import { mac, macMatches } from './secret.js';
+import { mac, macMatches } from '../../trust/secret.js';
 
 const MAC_DOMAIN = 'kiln-seal';
 

@@ -10,10 +10,10 @@
 
 import type { TypedArray } from '../../core/dtype.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { Graph, type GraphNode, type InputSource } from '../graph.js';
-import type { Lowered, Step } from '../lower.js';
+import { Graph, type GraphNode, type InputSource } from '../capture/graph.js';
+import type { Lowered, Step } from '../schedule/lower.js';
 import { isRegisteredPrim, primByName } from './prims.js';
-import { counters } from '../stats.js';
+import { counters } from '../../core/stats.js';
 import { validateBindings, validateGraph, validateLowered } from './validate.js';
 
 /** Something in a graph or program that has no stored form (the entry is skipped, not an error). */

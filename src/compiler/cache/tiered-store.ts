@@ -3,7 +3,7 @@
 // disk); a new entry goes to both. Each tier verifies its own entries (entry-store.ts), so a
 // tier's key (a per-user secret locally, the fleet's key remotely) never has to be the other's.
 
-import { log } from '../logs.js';
+import { log } from '../../core/logs.js';
 import type { CachePayload, CacheStore, EntryKind } from './store.js';
 
 export class TieredStore implements CacheStore {

@@ -23,10 +23,10 @@
 import { DTYPES, TYPED_ARRAY, type DType } from '../../core/dtype.js';
 import { contiguousStrides } from '../../core/shape.js';
 import { Tensor } from '../../tensor/tensor.js';
-import type { Graph, GraphNode, TensorMeta } from '../graph.js';
-import { KernelChecker } from '../loop-ir-check.js';
-import { kernelExprs, kernelStores, someLeaf, type Affine, type AttentionKernel, type LExpr, type LoopKernel, type MatmulOperand, type Stmt, type Store } from '../loop-ir.js';
-import type { BufferView, Lowered } from '../lower.js';
+import type { Graph, GraphNode, TensorMeta } from '../capture/graph.js';
+import { KernelChecker } from '../../ir/loop-ir-check.js';
+import { kernelExprs, kernelStores, someLeaf, type Affine, type AttentionKernel, type LExpr, type LoopKernel, type MatmulOperand, type Stmt, type Store } from '../../ir/loop-ir.js';
+import type { BufferView, Lowered } from '../schedule/lower.js';
 import { InvalidProgramError } from '../errors.js';
 
 /**

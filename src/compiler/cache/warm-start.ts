@@ -12,16 +12,16 @@
 import { isGradEnabled } from '../../autograd/grad-mode.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { InvalidProgramError } from '../errors.js';
-import type { Graph } from '../graph.js';
-import { argLeaves, buildGuards, type Guard } from '../guards.js';
-import { log } from '../logs.js';
-import { counters } from '../stats.js';
+import type { Graph } from '../capture/graph.js';
+import { argLeaves, buildGuards, type Guard } from '../capture/guards.js';
+import { log } from '../../core/logs.js';
+import { counters } from '../../core/stats.js';
 import { Blobs, decodeGraph, decodeValue, encodeGraph, encodeValue, NotStorable, type Binder, type StoredGraph } from './serialize.js';
 import { SCHEMA_VERSION } from './validate.js';
 import { cacheStore, type CacheStore } from './store.js';
 import { AotProgram } from '../aot/aot-program.js';
 import type { PartitionDecision, SavedSource } from '../aot/partition.js';
-import type { Runnable } from '../runnable.js';
+import type { Runnable } from '../run/runnable.js';
 
 const FORMAT = 'kiln-warm-1';
 

@@ -20,9 +20,9 @@ import { assign } from '../../ops/inplace.js';
 import { copy } from '../../ops/pointwise.js';
 import { isTensor, Tensor } from '../../tensor/tensor.js';
 import { keep, scope } from '../../tensor/scope.js';
-import { log, warnOnce } from '../logs.js';
-import { observeStateWrites, type StateWrite } from '../state-writes.js';
-import { counters } from '../stats.js';
+import { log, warnOnce } from '../../core/logs.js';
+import { observeStateWrites, type StateWrite } from '../run/state-writes.js';
+import { counters } from '../../core/stats.js';
 
 export interface WarmupSpec {
   /** one entry per call: a shape (a single tensor argument) or one shape per argument */

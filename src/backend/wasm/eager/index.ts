@@ -7,7 +7,7 @@
 // reduction splits across threads), the same code in Node and browsers.
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../../backend.js';
-import type { KernelArgs, KernelSpec } from '../../kernel-spec.js';
+import type { KernelArgs, KernelSpec } from '../../../ir/kernel-spec.js';
 import type { DType } from '../../../core/dtype.js';
 import { OutOfMemoryError } from '../../../core/errors.js';
 import { JsBackend, JsBuffer, specKey } from '../../js/index.js';

@@ -17,10 +17,10 @@
 //              s9 / s10 B row / col stride, s11 batch, s12 / s13 / s14 A / B / C batch strides
 
 import type { DType } from '../../../core/dtype.js';
-import type { ReduceOp } from '../../kernel-spec.js';
-import { BINARY_OPS, TERNARY_OPS, UNARY_OPS, arity, isBoolResult, type ScalarOp } from '../../scalar-expr.js';
-import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseKernel, RowKernel } from '../../../compiler/loop-ir.js';
-import { symVar, type Sym } from '../../../compiler/symbolic.js';
+import type { ReduceOp } from '../../../ir/kernel-spec.js';
+import { BINARY_OPS, TERNARY_OPS, UNARY_OPS, arity, isBoolResult, type ScalarOp } from '../../../ir/scalar-expr.js';
+import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseKernel, RowKernel } from '../../../ir/loop-ir.js';
+import { symVar, type Sym } from '../../../ir/symbolic.js';
 
 const S = (i: number): Sym => symVar(i);
 /**

@@ -9,7 +9,7 @@
 
 import type { BackendBuffer, PreparedKernel } from '../../backend.js';
 import { JsBuffer } from '../../js/index.js';
-import type { LoopKernel } from '../../../compiler/loop-ir.js';
+import type { LoopKernel } from '../../../ir/loop-ir.js';
 import { WasmCompileError, type WasmBackend } from '../index.js';
 import { copyFamily, matmulFamily, pointwiseFamily, reduceFamily } from './kernels.js';
 

@@ -9,7 +9,7 @@
 // tiny gradient whose float32 rounding Adam turns into a visible step, so they accumulate in
 // float64 as the JS kernels always did (few multiply-adds per output: the cost is small).
 
-import type { KernelArgs, KernelSpec } from '../../kernel-spec.js';
+import type { KernelArgs, KernelSpec } from '../../../ir/kernel-spec.js';
 import { coalesce } from '../../iteration.js';
 import { matmulKey, type Layout } from './kernels.js';
 import type { EagerLauncher } from './launcher.js';

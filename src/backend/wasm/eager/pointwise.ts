@@ -6,11 +6,11 @@
 // (float64 or int32 arithmetic, nested expressions, fills) returns false: the JS kernels run it.
 
 import type { BackendBuffer } from '../../backend.js';
-import type { KernelArgs, KernelSpec, ViewArg } from '../../kernel-spec.js';
+import type { KernelArgs, KernelSpec, ViewArg } from '../../../ir/kernel-spec.js';
 import type { DType } from '../../../core/dtype.js';
 import { coalesce } from '../../iteration.js';
 import { contiguousStrides, numel } from '../../../core/shape.js';
-import { isBoolResult } from '../../scalar-expr.js';
+import { isBoolResult } from '../../../ir/scalar-expr.js';
 import { JsBuffer, type JsBackend } from '../../js/index.js';
 import { EXACT_SCALAR_OPS, copyKey, pointwiseKey, type Inner } from './kernels.js';
 import { PARAM_SLOTS, type EagerLauncher } from './launcher.js';

@@ -4,7 +4,7 @@
 // only kept rows, so a result never depends on the thread count. Other dtypes, empty
 // reductions and reductions over more than two (coalesced) dims run on the JS kernels.
 
-import type { KernelArgs, KernelSpec } from '../../kernel-spec.js';
+import type { KernelArgs, KernelSpec } from '../../../ir/kernel-spec.js';
 import { coalesce } from '../../iteration.js';
 import { reduceKey } from './kernels.js';
 import type { EagerLauncher } from './launcher.js';

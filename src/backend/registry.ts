@@ -1,0 +1,125 @@
+// Which backend runs a compiled program's loop kernels. Kernel backends other than the JS
+// renderer register here ('wasm' from the browser-safe entry, 'native' from 'kilnjs/node'), so
+// 'kilnjs' itself never imports Node-only code. `backend: 'auto'` takes the fastest one that can
+// run here, and says which and why, once per process and in every compile report.
+
+import type { Backend } from './backend.js';
+import { matmul2d } from './js/matmul.js';
+import { getThreadPool } from './js/threads.js';
+import { ArgumentError } from '../core/errors.js';
+import { log } from '../core/logs.js';
+import { counters } from '../core/stats.js';
+
+export interface KernelBackendInfo {
+  /** null when it can run here, else why not (e.g. "no C compiler on PATH") */
+  available?: () => string | null;
+  /** steady-state speed order for 'auto' (higher first): native 30, wasm 20; the JS renderer is 10 */
+  rank?: number;
+  /** one line on why it is fast, for the 'auto' reason */
+  summary?: string;
+}
+
+interface Registered extends Required<KernelBackendInfo> {
+  readonly name: string;
+  readonly get: () => Backend;
+}
+
+const registry = new Map<string, Registered>();
+
+/** What a compile used for its loop kernels, recorded in reports (explain, the advisor). */
+export interface BackendChoice {
+  readonly requested: string;
+  /** 'js' means the JS renderer of the default backend */
+  readonly chosen: string;
+  readonly reason: string;
+}
+
+export function registerKernelBackend(name: string, get: () => Backend, info: KernelBackendInfo = {}): void {
+  registry.set(name, { name, get, available: info.available ?? (() => null), rank: info.rank ?? 0, summary: info.summary ?? name });
+}
+
+export function registeredKernelBackends(): string[] {
+  return [...registry.keys()];
+}
+
+let announced: string | null = null;
+
+/**
+ * The 'auto' choice (also the default): the highest-ranked registered backend that can run
+ * here over the default backend's buffers (a WebGPU default takes webgpu, a CPU one native or
+ * wasm), with the reason.
+ */
+export function chooseAuto(requested = 'auto'): BackendChoice {
+  const candidates = [...registry.values()].sort((a, b) => b.rank - a.rank);
+  const skipped: string[] = [];
+  for (const c of candidates) {
+    let why = c.available();
+    if (!why) {
+      try {
+        c.get();
+      } catch (e) {
+        if (!(e instanceof ArgumentError)) throw e;
+        why = e.detail;
+      }
+    }
+    if (why) {
+      skipped.push(`${c.name} unavailable (${why})`);
+      continue;
+    }
+    return announce({ requested, chosen: c.name, reason: `${c.summary}${skipped.length ? `; ${skipped.join('; ')}` : ''}` });
+  }
+  const none = skipped.length ? skipped.join('; ') : 'no other kernel backend is registered (import kiln/node for native)';
+  return announce({ requested, chosen: 'js', reason: `JS renderer: ${none}` });
+}
+
+function announce(c: BackendChoice): BackendChoice {
+  const line = `backend ${c.requested === 'auto' ? "'auto'" : '(default: auto)'} chose ${c.chosen}: ${c.reason}`;
+  if (announced !== line) log('perf', line);
+  announced = line;
+  counters.autoBackend = { chosen: c.chosen, reason: c.reason };
+  return c;
+}
+
+/**
+ * The kernel backend for compile options (undefined: the JS renderer of the default backend),
+ * and the recorded choice. No backend named means 'auto' (torch.compile's default is its best
+ * backend too); an explicitly named backend that cannot run here throws: it is never silently
+ * replaced by another.
+ */
+export function resolveKernelBackend(requested: string | undefined): { backend: Backend | undefined; choice: BackendChoice } {
+  const name = requested ?? 'auto';
+  if (name === 'js' || name === 'eager') return { backend: undefined, choice: { requested: name, chosen: name, reason: 'requested' } };
+  if (name === 'auto') {
+    const choice = chooseAuto(requested === undefined ? 'default' : 'auto');
+    return { backend: choice.chosen === 'js' ? undefined : registry.get(choice.chosen)!.get(), choice };
+  }
+  const r = registry.get(name);
+  if (!r) {
+    const hint = name === 'native'
+      ? "the native backend is Node-only: import 'kilnjs/node' to register it"
+      : `use one of: auto, js, eager${registry.size ? `, ${[...registry.keys()].join(', ')}` : ''}`;
+    throw new ArgumentError(`backend '${name}' is not registered`, 'kiln.compile', hint);
+  }
+  return { backend: r.get(), choice: { requested: name, chosen: name, reason: 'requested' } };
+}
+
+/**
+ * kiln.compile resolves its kernel backend at once, so that loading it happens before the first
+ * call, not inside it: the JS and wasm worker threads start booting (~60 ms each), native loads
+ * koffi and its runtime library (~30 ms warm), the JS matmul engine compiles its micro-kernels. A backend that cannot run here (or an unknown
+ * name) is left to report itself at the first call, as before.
+ */
+export function prewarmKernelBackend(requested: string | undefined): void {
+  if (requested === 'eager') return;
+  let backend: Backend | undefined;
+  try {
+    backend = resolveKernelBackend(requested).backend;
+  } catch {
+    return;
+  }
+  if (backend) backend.prewarm?.();
+  else {
+    getThreadPool();
+    matmul2d.prepare();
+  }
+}
