@@ -2,8 +2,8 @@
 // features (files, native backends) live in 'kilnjs/node'.
 /// <reference path="./core/ambient-types.ts" preserve="true" />
 
-import './tensor/methods.js';
-import './tensor/methods-api.js';
+import './ops/tensor-methods.js';
+import './ops/tensor-methods-api.js';
 import { isTensor, Tensor } from './tensor/tensor.js';
 import { keep, scope as scopeImpl } from './tensor/scope.js';
 import { memoryStats } from './tensor/storage.js';
@@ -44,7 +44,7 @@ export { assign } from './ops/inplace.js';
 export { setCheckNumerics, setDefaultBackend } from './ops/dispatch.js';
 export { WasmEagerBackend, type EagerStats } from './backend/wasm/eager/index.js';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
-export { backward } from './autograd/engine.js';
+export { backward } from './ops/backward.js';
 export type { Backend, BackendBuffer } from './backend/backend.js';
 export { JsBackend } from './backend/js/index.js';
 export { WebGpuBackend, type WebGpuStats } from './backend/webgpu/index.js';

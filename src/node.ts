@@ -2,7 +2,7 @@
 // is in 'kilnjs'. Importing it registers kiln.compile's backend 'native'.
 /// <reference path="./core/ambient-types.ts" preserve="true" />
 
-import './tensor/methods.js';
+import './ops/tensor-methods.js';
 import './backend/native/register.js';
 import './compiler/cache/register.js';
 import type { Tensor } from './tensor/tensor.js';

@@ -38,8 +38,8 @@ test('npm pack: only dist/, the report schema, README, LICENSE and package.json;
 
 test('the sideEffects matcher: exact files and * within one folder', () => {
   assert.ok(hasSideEffects('dist/require/index.cjs', ['./dist/require/*.cjs']));
-  assert.ok(hasSideEffects('dist/tensor/methods.js', ['./dist/tensor/methods.js']));
-  assert.ok(!hasSideEffects('dist/tensor/tensor.js', ['./dist/tensor/methods.js', './dist/require/*.cjs']));
+  assert.ok(hasSideEffects('dist/ops/tensor-methods.js', ['./dist/ops/tensor-methods.js']));
+  assert.ok(!hasSideEffects('dist/tensor/tensor.js', ['./dist/ops/tensor-methods.js', './dist/require/*.cjs']));
   assert.ok(!hasSideEffects('dist/require/x/index.cjs', ['./dist/require/*.cjs']));
 });
 

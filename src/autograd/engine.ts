@@ -1,52 +1,17 @@
-// backward(): walks the graph from a root in reverse topological order, calling each
-// node's backward once all gradients flowing into it have been summed.
+// The backward walk: from its roots in reverse topological order, calling each node's backward
+// once all gradients flowing into it have been summed. kiln.backward (ops/backward.ts) and the
+// compiler's joint trace (src/compiler/aot) run it; the tensor ops it needs come from them as
+// GradMath, since ops/ records into autograd and so sits above it.
 
-import { AutogradError, fmtShape } from '../core/errors.js';
-import { numel, shapesEqual } from '../core/shape.js';
 import { Tensor } from '../tensor/tensor.js';
-import { keep, scope } from '../tensor/scope.js';
-import { alias } from '../ops/dispatch.js';
-import { add } from '../ops/math.js';
-import { copy } from '../ops/pointwise.js';
-import { onesLike } from '../ops/creation.js';
-import { enableGrad, isGradEnabled, noGrad } from './grad-mode.js';
+import { scope } from '../tensor/scope.js';
 import type { AutogradNode } from './node.js';
-import { publicOp } from '../core/user-op.js';
 
 export interface BackwardOptions {
   /** keep saved tensors so backward can run again through the same graph */
   retainGraph?: boolean;
   /** record the backward pass itself for higher-order gradients */
   createGraph?: boolean;
-}
-
-export const backward = publicOp('backward', function backward(root: Tensor, gradient?: Tensor, opts: BackwardOptions = {}): void {
-  root.assertAlive('backward');
-  if (!root.requiresGrad) {
-    throw new AutogradError(
-      `tensor ${fmtShape(root.shape)} does not require grad and has no grad_fn`,
-      'backward',
-      'set requiresGrad on the leaf tensors (parameters) before computing the loss, and do not compute it under noGrad',
-    );
-  }
-  if (!gradient && numel(root.shape) !== 1) {
-    throw new AutogradError(
-      `grad can be implicitly created only for scalar outputs, got shape ${fmtShape(root.shape)}`,
-      'backward',
-      'reduce the output to a scalar (e.g. .sum() or .mean()), or pass a gradient of the same shape',
-    );
-  }
-  if (gradient && !shapesEqual(gradient.shape, root.shape)) {
-    throw new AutogradError(`gradient ${fmtShape(gradient.shape)} does not match output ${fmtShape(root.shape)}`, 'backward');
-  }
-  const run = () => runBackward(root, gradient, opts);
-  if (opts.createGraph) enableGrad(run);
-  else noGrad(run);
-});
-
-function runBackward(root: Tensor, gradient: Tensor | undefined, opts: BackwardOptions): void {
-  const seed = gradient ? alias(gradient, false) : onesLike(root);
-  walkBackward([{ tensor: root, seed }], opts, ACCUMULATE);
 }
 
 /**
@@ -61,7 +26,13 @@ export interface GradSink {
   boundary?(node: AutogradNode, slot: number, g: Tensor): void;
 }
 
-const ACCUMULATE: GradSink = { leaf: accumulateLeaf };
+/** The tensor ops of the walk itself (ops/backward.ts's GRAD_MATH). */
+export interface GradMath {
+  /** the sum of two gradients flowing into one slot */
+  add(a: Tensor, b: Tensor): Tensor;
+  /** a second handle on a gradient (not an autograd-internal one), for a second destination */
+  alias(g: Tensor): Tensor;
+}
 
 /** One root of a backward walk: a tensor and the gradient flowing into it (handed over). */
 export interface BackwardRoot {
@@ -73,14 +44,14 @@ export interface BackwardRoot {
  * Calls each reachable node's backward once every gradient flowing into it has been summed,
  * in reverse topological order, from several roots at once.
  */
-export function walkBackward(roots: readonly BackwardRoot[], opts: BackwardOptions, sink: GradSink): void {
+export function walkBackward(roots: readonly BackwardRoot[], opts: BackwardOptions, sink: GradSink, math: GradMath): void {
   const grads = new Map<AutogradNode, (Tensor | null)[]>();
   const give = (node: AutogradNode, slot: number, g: Tensor) => {
     let slots = grads.get(node);
     if (!slots) grads.set(node, (slots = new Array<Tensor | null>(node.nOutputs).fill(null)));
     const prev = slots[slot];
     if (prev) {
-      slots[slot] = add(prev, g);
+      slots[slot] = math.add(prev, g);
       prev.dispose();
       g.dispose();
     } else slots[slot] = g;
@@ -141,7 +112,7 @@ export function walkBackward(roots: readonly BackwardRoot[], opts: BackwardOptio
         return;
       }
       if (!gi) return;
-      if (incoming.has(gi) || handed.has(gi)) gi = alias(gi, false); // one handle per destination
+      if (incoming.has(gi) || handed.has(gi)) gi = math.alias(gi); // one handle per destination
       handed.add(gi);
       if (!('node' in edge)) sink.leaf(edge.leaf, gi);
       else if (stops(edge.node)) sink.boundary!(edge.node, edge.slot, gi);
@@ -151,37 +122,6 @@ export function walkBackward(roots: readonly BackwardRoot[], opts: BackwardOptio
     if (!opts.retainGraph) node.freeSaved();
     release(node);
   }
-}
-
-function accumulateLeaf(leaf: Tensor, g: Tensor): void {
-  if (leaf.isDisposed) {
-    g.dispose();
-    return;
-  }
-  keep(g);
-  if (leaf.grad && !leaf.grad.isDisposed) {
-    const sum = keep(isGradEnabled() ? add(leaf.grad, g) : noGrad(() => add(leaf.grad!, g)));
-    leaf.grad.dispose();
-    g.dispose();
-    leaf.grad = sum;
-  } else {
-    leaf.grad = ownedGrad(g);
-  }
-}
-
-/**
- * torch's layout contract for .grad: dense, contiguous, and sharing memory with nothing
- * else. A gradient that arrives as a view (an expanded seed from sum, a slice from cat) or
- * as an alias (add hands the same gradient to both operands, a user-supplied gradient) is
- * copied, so in-place updates of one grad (g.add_, g.mul_) cannot corrupt another.
- */
-function ownedGrad(g: Tensor): Tensor {
-  if (!g.hasStorage) return g; // traced
-  const s = g.storage;
-  if (g.isContiguous && g.offset === 0 && s.refCount === 1 && s.buf.size === g.size) return g;
-  const c = keep(copy(g));
-  g.dispose();
-  return c;
 }
 
 function isTensorLike(x: unknown): x is Tensor {

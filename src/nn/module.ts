@@ -7,7 +7,7 @@
 // field is always what traversal sees, and fields holding a Parameter or a Module are
 // discovered without registration (at the next traversal, in field order).
 
-import '../tensor/methods.js';
+import '../ops/tensor-methods.js';
 import { ArgumentError, StateDictError, fmtShape } from '../core/errors.js';
 import { shapesEqual } from '../core/shape.js';
 import { Tensor } from '../tensor/tensor.js';

@@ -2,7 +2,7 @@
 // made by ops, so a parameter is the same Tensor, marked (requiresGrad, kept, and
 // remembered here) so Modules can tell parameters from buffers and plain fields.
 
-import '../tensor/methods.js';
+import '../ops/tensor-methods.js';
 import { keep } from '../tensor/scope.js';
 import type { Tensor } from '../tensor/tensor.js';
 

@@ -8,7 +8,7 @@
 // Other hyperparameters (momentum, betas, weight decay) are JS numbers: a compiled
 // step bakes them in.
 
-import '../tensor/methods.js';
+import '../ops/tensor-methods.js';
 import { ArgumentError, StateDictError, fmtShape } from '../core/errors.js';
 import { shapesEqual } from '../core/shape.js';
 import { Tensor, isTensor } from '../tensor/tensor.js';

@@ -1,5 +1,5 @@
 // The Tensor handle: metadata (shape, strides, offset, dtype) over a shared Storage,
-// plus autograd state. Ops and methods are attached in ops/ and tensor/methods.ts, so
+// plus autograd state. Ops and methods are attached in ops/ (ops/tensor-methods.ts), so
 // this file depends on nothing above it.
 
 import type { DType, TypedArray } from '../core/dtype.js';

@@ -6,6 +6,7 @@
 // partition.ts then splits the joint graph into a forward and a backward program.
 
 import { walkBackward, type GradSink } from '../../autograd/engine.js';
+import { GRAD_MATH } from '../../ops/backward.js';
 import type { AutogradNode } from '../../autograd/node.js';
 import { noGrad } from '../../autograd/grad-mode.js';
 import { runtime } from '../../ops/dispatch.js';
@@ -72,7 +73,7 @@ export function traceJoint(tracer: Tracer, results: readonly Tensor[]): JointTra
   const prev = runtime.tracer;
   runtime.tracer = tracer;
   try {
-    noGrad(() => walkBackward(roots, { retainGraph: false }, sink));
+    noGrad(() => walkBackward(roots, { retainGraph: false }, sink, GRAD_MATH));
   } finally {
     runtime.tracer = prev;
   }

@@ -1,21 +1,21 @@
 // Tensor methods of the torch API surface in docs/torch-api.md (math, reordering, sorting,
-// scans, norms, diagonals, sampling), attached like those of methods.ts: thin wrappers over
+// scans, norms, diagonals, sampling), attached like those of tensor-methods.ts: thin wrappers over
 // the op functions. (torch's x.trace() is kiln.trace(x): `trace` is the tracer's field of a Tensor.)
 
-import { Tensor } from './tensor.js';
-import * as m from '../ops/math.js';
-import * as ro from '../ops/reorder.js';
-import * as so from '../ops/sorting.js';
-import * as sc from '../ops/scan.js';
-import * as nm from '../ops/norms.js';
-import * as mx from '../ops/matrix.js';
-import { multinomial } from '../ops/sampling.js';
-import type { ValuesIndices } from '../ops/reduce.js';
-import type { Operand } from '../ops/pointwise.js';
+import { Tensor } from '../tensor/tensor.js';
+import * as m from './math.js';
+import * as ro from './reorder.js';
+import * as so from './sorting.js';
+import * as sc from './scan.js';
+import * as nm from './norms.js';
+import * as mx from './matrix.js';
+import { multinomial } from './sampling.js';
+import type { ValuesIndices } from './reduce.js';
+import type { Operand } from './pointwise.js';
 
 type Dims = number | readonly number[] | undefined;
 
-declare module './tensor.js' {
+declare module '../tensor/tensor.js' {
   interface Tensor {
     tan(): Tensor;
     atan(): Tensor;

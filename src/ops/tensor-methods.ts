@@ -1,25 +1,27 @@
-// Tensor methods (torch names, camelCase): thin wrappers over the op functions,
-// attached here so tensor.ts depends on nothing above it.
+// Tensor methods (torch names, camelCase): thin wrappers over the op functions, attached to
+// Tensor.prototype here (and their types declared onto the class), so tensor/ depends on
+// nothing above it.
 
 import { canCast, type DType, type TypedArray } from '../core/dtype.js';
 import { ArgumentError, DTypeError, ShapeError, fmtShape } from '../core/errors.js';
-import { Tensor } from './tensor.js';
-import { formatTensor } from './format.js';
-import * as m from '../ops/math.js';
-import * as r from '../ops/reduce.js';
-import * as mv from '../ops/movement.js';
-import * as ix from '../ops/indexing.js';
-import * as fn from '../ops/functional.js';
-import { matmul } from '../ops/linalg.js';
-import { cast, copy, type Operand } from '../ops/pointwise.js';
-import { alias, readContiguous } from '../ops/dispatch.js';
-import { assign, checkInplace } from '../ops/inplace.js';
-import { backward, type BackwardOptions } from '../autograd/engine.js';
+import { Tensor } from '../tensor/tensor.js';
+import { formatTensor } from '../tensor/format.js';
+import * as m from './math.js';
+import * as r from './reduce.js';
+import * as mv from './movement.js';
+import * as ix from './indexing.js';
+import * as fn from './functional.js';
+import { matmul } from './linalg.js';
+import { cast, copy, type Operand } from './pointwise.js';
+import { alias, readContiguous } from './dispatch.js';
+import { assign, checkInplace } from './inplace.js';
+import type { BackwardOptions } from '../autograd/engine.js';
+import { backward } from './backward.js';
 import { publicOp } from '../core/user-op.js';
 
 type Dims = number | readonly number[] | undefined;
 
-declare module './tensor.js' {
+declare module '../tensor/tensor.js' {
   interface Tensor {
     add(other: Operand, alpha?: number): Tensor;
     sub(other: Operand): Tensor;
