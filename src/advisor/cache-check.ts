@@ -14,7 +14,7 @@ import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, s
 import { homedir, tmpdir } from 'node:os';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type * as kiln from '../index.js';
+import type * as kiln from '../api/kiln.js';
 import type { LoadedWorkload } from './workload.js';
 import type { RunnerArgs, RunnerResult } from './first-call-runner.js';
 import { round } from './calls.js';

@@ -1,7 +1,7 @@
 // Helpers shared by the advisor's measurements (measure.ts, cache-check.ts, shape-policies.ts):
 // one timed call, reading outputs back, relative errors, summaries.
 
-import * as kiln from '../index.js';
+import * as kiln from '../api/kiln.js';
 import type { WorkloadInstance } from './workload.js';
 
 export type Values = Float64Array[];

@@ -10,8 +10,8 @@
 //   node --import tsx src/advisor/first-call-runner.ts '{"source":"example:mlp","seed":1,"backend":"js","calls":1,"out":"/tmp/r.json"}'
 
 import { writeFileSync } from 'node:fs';
-import * as kiln from '../index.js';
-import '../node.js'; // registers the disk store of the compile cache (and the native backend)
+import * as kiln from '../api/kiln.js';
+import '../api/node.js'; // registers the disk store of the compile cache (and the native backend)
 import { checkInstance, loadExample, loadWorkloadModule, resolveConfig } from './workload.js';
 
 /** What the parent passes (one JSON argument). */

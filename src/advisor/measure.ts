@@ -26,8 +26,8 @@
 // runs a stream of calls over the shapes eagerly and per compile policy.
 
 import * as os from 'node:os';
-import * as kiln from '../index.js';
-import { nativeUnavailableReason } from '../node.js';
+import * as kiln from '../api/kiln.js';
+import { nativeUnavailableReason } from '../api/node.js';
 import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstance } from './workload.js';
 import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
 import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';

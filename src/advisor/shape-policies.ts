@@ -12,7 +12,7 @@
 // training state do not leak between policies; inputs at each shape are the setup's inputs
 // tiled (shapes.ts), made once per shape before the timed calls.
 
-import * as kiln from '../index.js';
+import * as kiln from '../api/kiln.js';
 import { checkInstance, resolveConfig, type LoadedWorkload } from './workload.js';
 import { dispose, fmt, round, summarizeMs, timedCall, valuesRelErr, type Values } from './calls.js';
 import { planShapes, ShapeListError, tileTo, type ShapePlan } from './shapes.js';

@@ -5,7 +5,7 @@
 // along each dim: values stay valid for every dtype (labels and embedding ids stay in range)
 // without asking the workload for a second data path.
 
-import * as kiln from '../index.js';
+import * as kiln from '../api/kiln.js';
 
 /** A production shape list that does not parse, or does not fit the workload's inputs. */
 export class ShapeListError extends Error {

@@ -43,7 +43,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as kiln from '../index.js';
+import * as kiln from '../api/kiln.js';
 import { loaderHint } from '../io/loader-hint.js';
 
 export type WorkloadKind = 'training' | 'inference';

@@ -3,7 +3,6 @@
 // and attach the autograd node when an input requires grad.
 
 import type { Backend } from '../backend/backend.js';
-import { defaultEagerBackend } from '../backend/wasm/eager/index.js';
 import type { ViewArg } from '../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
@@ -56,9 +55,16 @@ export interface TraceHook {
   drawRandom(n: number): { seed: number; offset: number };
 }
 
+/** The default backend until kiln's API sets one (src/api/eager.ts): any use says what is missing. */
+const NO_BACKEND = new Proxy({} as Backend, {
+  get(_, key) {
+    throw new Error(`no default backend (reading its '${String(key)}'): import 'kilnjs' or 'kilnjs/node', which set it, or call setDefaultBackend`);
+  },
+});
+
 export const runtime = {
-  /** eager ops' backend: wasm kernels over the JS backend's buffers where WebAssembly SIMD exists (src/backend/wasm/eager) */
-  backend: defaultEagerBackend(),
+  /** eager ops' backend: set on import by kiln's API (src/api/eager.ts), or by setDefaultBackend */
+  backend: NO_BACKEND,
   tracer: null as TraceHook | null,
   /** KILN_DEBUG_NAN: check every kernel's output for NaN/Inf */
   checkNumerics: typeof process !== 'undefined' && !!process.env?.KILN_DEBUG_NAN,

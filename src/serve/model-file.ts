@@ -23,7 +23,7 @@ import type { DType } from '../core/dtype.js';
 import { ArgumentError } from '../core/errors.js';
 import type { AnyModule } from '../nn/module.js';
 import { loaderHint } from '../io/loader-hint.js';
-import { loadSafetensors } from '../node.js';
+import { loadSafetensors } from '../api/node.js';
 import { checkSignature, type InputSpec } from './signature.js';
 
 export interface ServableModule {

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import * as kiln from '../../index.js';
+import * as kiln from '../../api/kiln.js';
 import type { Workload } from '../workload.js';
 import { disposeTraining } from './lib/dispose.js';
 import { GPT, initGpt2_, type GptConfig } from './lib/gpt.js';

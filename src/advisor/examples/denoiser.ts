@@ -2,7 +2,7 @@
 // and textured shapes), Gaussian noise, a DnCNN-style residual conv net, and one Adam step on
 // a fixed batch. examples/denoiser.ts trains it and writes the images.
 
-import * as kiln from '../../index.js';
+import * as kiln from '../../api/kiln.js';
 import type { Workload } from '../workload.js';
 import { disposeTraining } from './lib/dispose.js';
 import { Rng } from './lib/rng.js';

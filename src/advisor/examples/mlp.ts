@@ -1,7 +1,7 @@
 // The mlp workload of `kilnjs advise --example mlp`: the spirals classifier of examples/mlp.ts
 // (which trains it), its data and model, and one Adam step on a fixed batch.
 
-import * as kiln from '../../index.js';
+import * as kiln from '../../api/kiln.js';
 import type { Workload } from '../workload.js';
 import { disposeTraining } from './lib/dispose.js';
 

@@ -21,7 +21,7 @@
 // `--config w6` uses the shapes of the W6 benchmark (bench/workloads/w6.ts): 26 tables of
 // 10,000 rows x 16 dims, bottom MLP 13->512->256->16, top MLP 367->512->256->1, batch 512.
 
-import * as kiln from '../../index.js';
+import * as kiln from '../../api/kiln.js';
 import type { Workload } from '../workload.js';
 import { disposeTraining } from './lib/dispose.js';
 import { mlp, upperTriangleIndex, W6_BATCH, W6_BOTTOM, W6_DENSE, W6_EMB, W6_ROWS, W6_TABLES, W6_TOP } from './lib/dlrm.js';

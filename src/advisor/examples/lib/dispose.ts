@@ -1,6 +1,6 @@
 // Freeing what a training workload's setup made, shared by the advisor's example workloads.
 
-import * as kiln from '../../../index.js';
+import * as kiln from '../../../api/kiln.js';
 
 /** Frees what a training setup made: parameters, buffers, grads, optimizer state, inputs. */
 export function disposeTraining(model: kiln.nn.AnyModule, opt: kiln.optim.Optimizer, inputs: readonly kiln.Tensor[]): void {

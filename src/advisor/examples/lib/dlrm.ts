@@ -2,7 +2,7 @@
 // benchmark (bench/workloads/w6.ts, which imports it): W6's shapes (CPU size of WORKLOADS.md),
 // the MLP builder and the index of the pairwise-interaction triangle.
 
-import * as kiln from '../../../index.js';
+import * as kiln from '../../../api/kiln.js';
 
 export const W6_BATCH = 512;
 export const W6_TABLES = 26;

@@ -10,7 +10,7 @@
 //   ln_f.{weight,bias}, lm_head.weight
 // so `gpt.loadStateDict(weights)` takes the fixture's param.* tensors with the prefix stripped.
 
-import * as kiln from '../../../index.js';
+import * as kiln from '../../../api/kiln.js';
 
 const { nn } = kiln;
 
