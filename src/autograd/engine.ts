@@ -15,7 +15,7 @@ export interface BackwardOptions {
 }
 
 /**
- * Where the gradients that reach the end of the walk go. The default accumulates into
+ * Where the gradients that reach the end of the walk go. kiln.backward's accumulates into
  * leaves' .grad; the compiler's joint trace (src/compiler/aot) collects them instead, and
  * stops at nodes of other traces (their gradients become outputs of its backward graph).
  */
