@@ -1,6 +1,7 @@
 // The import graph of src/: every relative static import, re-export and literal dynamic import of
-// each .ts file, resolved to the file it names, and the folder-level graph over it (a folder is
-// the first path segment under src/; files directly in src/ are the '(entry)' folder). Used by
+// each .ts file, resolved to the file it names (the package's own names, 'kilnjs' and
+// 'kilnjs/node', to the entry points), and the folder-level graph over it (a folder is the first
+// path segment under src/; files directly in src/ are the '(entry)' folder). Used by
 // test/dependencies.test.ts to check the layering rule of docs/architecture.md.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -13,7 +14,11 @@ export interface ImportEdge {
   readonly to: string;
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"`;]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"](\.[^'"]+)['"]/g;
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"`;]*?from\s+['"](\.[^'"]+|kilnjs(?:\/node)?)['"]|import\(\s*['"](\.[^'"]+|kilnjs(?:\/node)?)['"]\s*\)|(?:^|\n)\s*import\s+['"](\.[^'"]+|kilnjs(?:\/node)?)['"]/g;
+/** A comment line (`// ...`, or a doc comment's `* ...`): an import written there is an example, not an import. */
+const COMMENT_LINE = /^\s*(?:\/\/|\/?\*).*$/gm;
+/** The package's own names (package.json "exports"), as the entry points they resolve to. */
+const SELF: Readonly<Record<string, string>> = { kilnjs: 'src/index.ts', 'kilnjs/node': 'src/node.ts' };
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -23,14 +28,14 @@ function tsFiles(dir: string): string[] {
   });
 }
 
-/** Every relative import of every .ts file under `root`/src. */
+/** Every relative import (and import of the package by its own name) of every .ts file under `root`/src. */
 export function importEdges(root: string): ImportEdge[] {
   const edges: ImportEdge[] = [];
   for (const abs of tsFiles(join(root, 'src'))) {
     const from = relative(root, abs);
-    for (const m of readFileSync(abs, 'utf8').matchAll(IMPORT)) {
+    for (const m of readFileSync(abs, 'utf8').replace(COMMENT_LINE, '').matchAll(IMPORT)) {
       const spec = m[1] ?? m[2] ?? m[3]!;
-      const to = normalize(join(dirname(from), spec)).replace(/\.js$/, '.ts');
+      const to = SELF[spec] ?? normalize(join(dirname(from), spec)).replace(/\.js$/, '.ts');
       edges.push({ from, to });
     }
   }

@@ -9,7 +9,7 @@
 // are compared with eager's round by round, and its calls are checked to have run compiled
 // (no node-by-node replay, no fallback: the kiln.stats() deltas around its calls).
 
-import * as kiln from 'kilnjs';
+import * as kiln from '../api/kiln.js';
 import { checkInstance, type LoadedWorkload, type WorkloadInstance } from './workload.js';
 import { dispose, fmt, round, summarizeMs, timedCall, valuesRelErr } from './calls.js';
 
