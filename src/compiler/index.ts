@@ -63,7 +63,7 @@ function isModuleLike(x: unknown): x is ModuleLike {
 }
 
 /** Compiles a function or an nn.Module (which keeps sharing its parameters). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the generator's next-value type is whatever kiln.read resumes it with
+// any: the generator's next-value type is whatever kiln.read resumes it with
 export function compile<A extends unknown[], R>(fn: (...args: A) => Generator<unknown, R, any>, opts?: CompileOptions): CompiledGenerator<A, R>;
 export function compile<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions): Compiled<F>;
 export function compile<M extends ModuleLike>(module: M, opts?: CompileOptions): CompiledModule<M>;

@@ -37,7 +37,7 @@ import { rowAxes, type RowVerdict } from '../dynamic/bucket.js';
 import type { Graph } from '../capture/graph.js';
 import { log } from '../../core/logs.js';
 import { ContainerError, decodeContainer, encodeContainer, readHeader } from './container.js';
-import { buildEnvironment, describeEnvironment, kilnVersion, type BuildEnvironment } from './environment.js';
+import { buildEnvironment, describeEnvironment, type BuildEnvironment } from './environment.js';
 import { ArtifactError } from './errors.js';
 import { readRegularFile } from '../../trust/safe-fs.js';
 import { checkShipped, macSealer, signSealer, type KeyInput, type TrustOptions } from './seal.js';
@@ -431,4 +431,3 @@ function fill(t: unknown, outs: Tensor[]): unknown {
   return tp.v;
 }
 
-export { kilnVersion };
