@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
+import { compiledFunctionOf } from '../src/compiler/compiled-info.js';
 
 /** max |a - b| / max |b|: relative to the tensor's scale (fused kernels round once, eager after every op) */
 function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
@@ -259,7 +260,7 @@ test('a compiled training step that returns its loss replays the fused program (
   const loss = step(x) as kiln.Tensor;
   assert.equal(loss.requiresGrad, false);
   assert.ok(step.compiled.report!.graphs[0]!.kernels! > 0);
-  const entry = (step.compiled as unknown as { entries: { interpreted: string | null; program: unknown }[] }).entries[0]!;
+  const entry = compiledFunctionOf(step).compiledEntries[0]!;
   assert.equal(entry.interpreted, null);
   assert.equal(kiln.stats().interpretedReplays, 0);
   assert.equal(kiln.stats().aotCompiles, 0, 'a step that runs backward itself gets no compiled backward');
