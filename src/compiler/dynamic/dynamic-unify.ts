@@ -137,7 +137,7 @@ function spec(x: unknown, values: readonly number[]): unknown {
 }
 
 /** Whether a tree has any symbolic field. */
-export function hasSym(x: unknown, depth = 0): boolean {
+function hasSym(x: unknown, depth = 0): boolean {
   if (depth > 40) return false;
   if (Array.isArray(x)) return x.some((e) => hasSym(e, depth + 1));
   if (!isPlain(x)) return false;
