@@ -298,3 +298,18 @@ test('random ops (dropout) draw fresh numbers on every compiled call, in every r
     assert.ok(kept.every((v) => v === 2) && kept.length > 80 && kept.length < 176, 'kept values scaled by 1/(1-p), about half kept');
   }
 });
+
+test('a compiled callable shows a read-only view of itself (name, report, entry count), not the compiler state behind it', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { name: 'affine' });
+  kiln.scope(() => { f(kiln.ones([4])); });
+  const info: kiln.CompiledInfo = f.compiled;
+  assert.deepEqual(Object.keys(info).sort(), ['entryCount', 'name', 'report']);
+  assert.ok(Object.isFrozen(info));
+  assert.equal(info.name, 'affine');
+  assert.equal(info.entryCount, 1);
+  assert.equal(info.report!.name, 'affine');
+  // @ts-expect-error the compiled entries are internal (kiln reaches them through compiledFunctionOf)
+  assert.equal(f.compiled.compiledEntries, undefined);
+  assert.equal(compiledFunctionOf(f).compiledEntries.length, 1);
+});
