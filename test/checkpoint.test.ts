@@ -11,7 +11,6 @@ import { loadCheckpoint, saveCheckpoint } from 'kilnjs/node';
 
 const { nn, optim, data } = kiln;
 type Tensor = kiln.Tensor;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyOpt = kiln.optim.Optimizer<any>;
 
 const bits = (ts: Tensor[]) => ts.map((t) => Buffer.from((t.dataSync() as Float32Array).buffer).toString('hex'));
@@ -102,7 +101,7 @@ describe('encodeCheckpoint / decodeCheckpoint', () => {
     assert.throws(() => kiln.decodeCheckpoint({ ...files, 'checkpoint.json': new TextEncoder().encode('{"format": "other"}') }, saved.parts), /not a kiln checkpoint/);
     assert.throws(() => kiln.encodeCheckpoint(saved.parts, { loss: NaN }), /cannot hold the number NaN/);
     // a tampered checkpoint.json: values from a file are checked before they reach the optimizer or the loader
-    const tamper = (edit: (j: Record<string, any>) => void) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const tamper = (edit: (j: Record<string, any>) => void) => {
       const j = JSON.parse(new TextDecoder().decode(files['checkpoint.json']!));
       edit(j);
       return { ...files, 'checkpoint.json': new TextEncoder().encode(JSON.stringify(j)) };

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
+import { compiledFunctionOf } from '../src/compiler/compiled-info.js';
 
 /** max |a - b| / max |b|: relative to the tensor's scale (fused kernels round once, eager after every op) */
 function maxRelDiff(a: kiln.Tensor, b: kiln.Tensor): number {
@@ -259,7 +260,7 @@ test('a compiled training step that returns its loss replays the fused program (
   const loss = step(x) as kiln.Tensor;
   assert.equal(loss.requiresGrad, false);
   assert.ok(step.compiled.report!.graphs[0]!.kernels! > 0);
-  const entry = (step.compiled as unknown as { entries: { interpreted: string | null; program: unknown }[] }).entries[0]!;
+  const entry = compiledFunctionOf(step).compiledEntries[0]!;
   assert.equal(entry.interpreted, null);
   assert.equal(kiln.stats().interpretedReplays, 0);
   assert.equal(kiln.stats().aotCompiles, 0, 'a step that runs backward itself gets no compiled backward');
@@ -296,4 +297,19 @@ test('random ops (dropout) draw fresh numbers on every compiled call, in every r
     const kept = Array.from(c).filter((v) => v !== 0);
     assert.ok(kept.every((v) => v === 2) && kept.length > 80 && kept.length < 176, 'kept values scaled by 1/(1-p), about half kept');
   }
+});
+
+test('a compiled callable shows a read-only view of itself (name, report, entry count), not the compiler state behind it', () => {
+  kiln.compiler.reset();
+  const f = kiln.compile((x: kiln.Tensor) => x.mul(2).add(1), { name: 'affine' });
+  kiln.scope(() => { f(kiln.ones([4])); });
+  const info: kiln.CompiledInfo = f.compiled;
+  assert.deepEqual(Object.keys(info).sort(), ['entryCount', 'name', 'report']);
+  assert.ok(Object.isFrozen(info));
+  assert.equal(info.name, 'affine');
+  assert.equal(info.entryCount, 1);
+  assert.equal(info.report!.name, 'affine');
+  // @ts-expect-error the compiled entries are internal (kiln reaches them through compiledFunctionOf)
+  assert.equal(f.compiled.compiledEntries, undefined);
+  assert.equal(compiledFunctionOf(f).compiledEntries.length, 1);
 });

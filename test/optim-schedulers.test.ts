@@ -11,7 +11,6 @@ import { assertClose } from './helpers/torch-compare.js';
 
 const { nn, optim } = kiln;
 type Tensor = kiln.Tensor;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyOpt = kiln.optim.Optimizer<any>;
 
 const fixture: Promise<FixtureFile> | null = haveFixture('optim') ? loadFixtureFile('optim') : null;

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as kiln from 'kilnjs';
 import { nativeUnavailableReason } from 'kilnjs/node';
+import { compiledFunctionOf } from '../src/compiler/compiled-info.js';
 
 process.env.KILN_CACHE_DIR ??= join(tmpdir(), 'kiln-test-cache');
 const nativeWhy = nativeUnavailableReason();
@@ -180,7 +181,7 @@ test('profile: normal replay does not time kernels one by one (the per-step path
   const x = kiln.keep(kiln.randn([32, 32]));
   const c = kiln.compile((x: T) => x.matmul(x).relu().add(1).softmax(-1), { fullgraph: true });
   c(x).dispose();
-  const program = (c.compiled as unknown as { entries: { program: object }[] }).entries[0]!.program as { runProfiled: (...a: unknown[]) => void };
+  const program = compiledFunctionOf(c).compiledEntries[0]!.program as unknown as { runProfiled: (...a: unknown[]) => void };
   let profiled = 0;
   const orig = program.runProfiled;
   program.runProfiled = function (this: unknown, ...a: unknown[]) {

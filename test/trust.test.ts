@@ -27,6 +27,7 @@ import type { LoopKernel } from '../src/ir/loop-ir.js';
 import type { Lowered } from '../src/compiler/schedule/lower.js';
 import { validateLowered } from '../src/compiler/cache/validate.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
+import { compiledFunctionOf } from '../src/compiler/compiled-info.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-trust-test-'));
 const MACHINE_A = join(ROOT, 'machine-a');
@@ -163,14 +164,19 @@ test('an artifact with code: null whose loop-IR kernel name injects code is refu
   assert.equal(existsSync(m), false);
 });
 
+/** The lowered program of a compiled function's newest entry (a fused program's). */
+function loweredOf(c: unknown): Lowered {
+  return (compiledFunctionOf(c).compiledEntries.at(-1)!.program as unknown as { lowered: Lowered }).lowered;
+}
+
 test('every renderer (JS, native C, wasm, WebGPU) checks its kernel against the schema: a name or a buffer index that is code is refused', () => {
   const f = (x: kiln.Tensor) => kiln.relu(x.mul(2).add(1)).sum(-1);
   kiln.compiler.reset();
-  const c = kiln.compile(f, { backend: 'js', cache: false }) as unknown as { (x: kiln.Tensor): kiln.Tensor; compiled: { compiledEntries: readonly { program: { lowered: { steps: { kind: string; kernel?: LoopKernel }[]; buffers: unknown[] } } }[] } };
+  const c = kiln.compile(f, { backend: 'js', cache: false });
   kiln.noGrad(() => c(kiln.randn([4, 8])));
   assertCompiledRan('the program the test tampers with');
-  const lowered = c.compiled.compiledEntries.at(-1)!.program.lowered;
-  const kernel = lowered.steps.find((s) => s.kind === 'kernel')!.kernel!;
+  const lowered = loweredOf(c);
+  const kernel = lowered.steps.find((s) => s.kind === 'kernel')!.kernel;
   const renderers: [string, (k: LoopKernel) => unknown][] = [
     ['js', (k) => renderKernelSource(k, lowered.buffers.length)],
     ['native', (k) => renderKernelC(k, 'kiln_k0')],
@@ -192,10 +198,10 @@ test('every renderer (JS, native C, wasm, WebGPU) checks its kernel against the 
 test('an attention kernel from a file is checked too: a width beyond the renderers\' stack arrays, an operand outside its buffer, or a shift that reads memory is refused', () => {
   const f = (q: kiln.Tensor, k: kiln.Tensor, v: kiln.Tensor) => kiln.scaledDotProductAttention(q, k, v, { isCausal: true });
   kiln.compiler.reset();
-  const c = kiln.compile(f, { backend: 'js', cache: false }) as unknown as { (q: kiln.Tensor, k: kiln.Tensor, v: kiln.Tensor): kiln.Tensor; compiled: { compiledEntries: readonly { program: { lowered: Lowered } }[] } };
+  const c = kiln.compile(f, { backend: 'js', cache: false });
   kiln.noGrad(() => c(kiln.randn([2, 9, 8]), kiln.randn([2, 9, 8]), kiln.randn([2, 9, 12])));
   assertCompiledRan('the program the test tampers with');
-  const lowered = c.compiled.compiledEntries.at(-1)!.program.lowered;
+  const lowered = loweredOf(c);
   const at = lowered.steps.findIndex((s) => s.kind === 'kernel' && s.kernel.kind === 'attention');
   assert.ok(at >= 0, 'the program has an attention kernel');
   const kernel = (lowered.steps[at] as { kernel: LoopKernel }).kernel;

@@ -230,20 +230,15 @@ export function project(m: ProjectionInput, u: Usage): Projection {
 
 // ---------------------------------------------------------------- verdict
 
-export type Verdict =
-  | 'compile'
-  | 'compile with warm-up and the persistent cache'
-  | 'compile with dynamic shapes or buckets'
-  | 'do not compile'
-  | 'keep eager for now';
-
-export const VERDICTS: readonly Verdict[] = [
+/** Every verdict the advisor gives (scripts/package-check.ts checks a report's against them). */
+export const VERDICTS = [
   'compile',
   'compile with warm-up and the persistent cache',
   'compile with dynamic shapes or buckets',
   'do not compile',
   'keep eager for now',
-];
+] as const;
+export type Verdict = (typeof VERDICTS)[number];
 
 /** A training step's warm-up runs a real step: it restores only the state kiln knows. */
 function warmupStateHint(i: Pick<VerdictInput, 'kind'>): string {

@@ -61,7 +61,7 @@ export { encodeSafetensors, decodeSafetensors, type RawTensor, type SafetensorsF
 export { compile, explain, profile, stats, customOp, read, GraphBreakError, InvalidProgramError, RecompileError } from '../compiler/index.js';
 export type { ProfileOptions, ProfileReport, KernelProfile, EagerOpProfile, ChromeTrace, ChromeTraceEvent, ProfileFloors } from '../compiler/index.js';
 export { markDynamic, markStatic } from '../compiler/index.js';
-export type { CompileOptions, Compiled, CompiledModule, CompiledGenerator, CompilerStats, ExplainResult } from '../compiler/index.js';
+export type { CompileOptions, Compiled, CompiledModule, CompiledGenerator, CompiledInfo, CompileReport, CompilerStats, ExplainResult } from '../compiler/index.js';
 export * as compiler from '../compiler/public.js';
 export * as nn from '../nn/index.js';
 export * as optim from '../optim/index.js';

@@ -27,9 +27,7 @@ const VERSION = 1;
 const OP_SAVE = 'saveCheckpoint';
 const OP_LOAD = 'loadCheckpoint';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyOptimizer = Optimizer<any>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyLoader = DataLoader<any, any>;
 
 /** What a checkpoint holds; each part is optional. */

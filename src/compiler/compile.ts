@@ -747,8 +747,6 @@ function forwardInputs(g: Graph): number[] {
   return g.inputNodes.filter((n) => !isTangent(n)).map((n) => n.id);
 }
 
-export type { Runnable } from './run/runnable.js';
-
 /** Time makeProgram records as stages of its own (report.timings.passes). */
 function stagedMs(report: CompileReport): number {
   return (report.timings.passes.lower ?? 0) + (report.timings.passes.cached_program ?? 0);

@@ -7,6 +7,7 @@ import { CompiledFunction, normalizeCaptures, resetCompiled, setStance as setSta
 import { resetStats } from '../core/stats.js';
 import { Tracer } from './capture/tracer.js';
 import { warmup, type WarmupSpec, type WarmupReport } from './cache/warmup.js';
+import { compiledInfo, type CompiledInfo } from './compiled-info.js';
 
 export { explain, type ExplainResult } from './observe/explain.js';
 export { profile, type ProfileOptions } from './observe/profile.js';
@@ -18,7 +19,8 @@ export { read, ReadRequest } from './capture/async-read.js';
 export { markDynamic, markStatic } from './dynamic/dynamic.js';
 export type { BucketSpec } from './dynamic/bucket.js';
 export { GraphBreakError, InvalidProgramError, RecompileError } from './errors.js';
-export type { CompileOptions, CompileMode, Stance } from './compile.js';
+export type { CompileOptions, CompileMode, CompileReport, Stance } from './compile.js';
+export type { CompiledInfo } from './compiled-info.js';
 export { setLogs, LOG_CHANNELS } from '../core/logs.js';
 export { setDebugDir } from './observe/debug-dir.js';
 export type { WarmupSpec, WarmupReport, WarmupEntryReport } from './cache/warmup.js';
@@ -34,15 +36,15 @@ interface ModuleLike {
 }
 
 export type Compiled<F extends (...args: never[]) => unknown> = F & {
-  /** the compiler state (entries, last report) */
-  readonly compiled: CompiledFunction;
+  /** what the compiler did: name, latest report, entry count */
+  readonly compiled: CompiledInfo;
   /** compiles ahead for example inputs or declared shapes, and reports what it did (src/compiler/cache/warmup.ts) */
   warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
 };
 
 export type CompiledModule<M extends ModuleLike> = ((...args: Parameters<M['forward']>) => ReturnType<M['forward']>) & {
   readonly module: M;
-  readonly compiled: CompiledFunction;
+  readonly compiled: CompiledInfo;
   forward(...args: Parameters<M['forward']>): ReturnType<M['forward']>;
   /** compiles ahead for example inputs or declared shapes, and reports what it did (src/compiler/cache/warmup.ts) */
   warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
@@ -53,7 +55,7 @@ export type CompiledModule<M extends ModuleLike> = ((...args: Parameters<M['forw
  * (`const v = yield* kiln.read(t)`), so a call returns a Promise of what the generator returns.
  */
 export type CompiledGenerator<A extends unknown[], R> = ((...args: A) => Promise<R>) & {
-  readonly compiled: CompiledFunction;
+  readonly compiled: CompiledInfo;
   /** not supported for generators (their reads are awaited): call the function once with example inputs */
   warmup(spec: WarmupSpec | readonly (readonly unknown[])[]): Promise<WarmupReport>;
 };
@@ -63,7 +65,7 @@ function isModuleLike(x: unknown): x is ModuleLike {
 }
 
 /** Compiles a function or an nn.Module (which keeps sharing its parameters). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the generator's next-value type is whatever kiln.read resumes it with
+// any: the generator's next-value type is whatever kiln.read resumes it with
 export function compile<A extends unknown[], R>(fn: (...args: A) => Generator<unknown, R, any>, opts?: CompileOptions): CompiledGenerator<A, R>;
 export function compile<F extends (...args: never[]) => unknown>(fn: F, opts?: CompileOptions): Compiled<F>;
 export function compile<M extends ModuleLike>(module: M, opts?: CompileOptions): CompiledModule<M>;
@@ -74,13 +76,13 @@ export function compile(target: unknown, options: CompileOptions = {}): unknown 
     const m = target;
     const cf = new CompiledFunction((...a: unknown[]) => (m.call ? m.call(...a) : m.forward(...a)), opts, m as never);
     const call = (...args: unknown[]) => cf.call(args);
-    return Object.assign(call, { module: m, compiled: cf, forward: call, warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
+    return Object.assign(call, { module: m, compiled: compiledInfo(cf), forward: call, warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
   }
   if (typeof target !== 'function') throw new ArgumentError(`compile expects a function or a module, got ${typeof target}`, 'compile');
   const cf = new CompiledFunction(target as (...a: unknown[]) => unknown, opts);
   const call = (...args: unknown[]) => cf.call(args);
   Object.defineProperty(call, 'name', { value: `compiled ${cf.name}` });
-  return Object.assign(call, { compiled: cf, warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
+  return Object.assign(call, { compiled: compiledInfo(cf), warmup: (s: WarmupSpec) => (cf.isGeneratorFn ? Promise.reject(generatorWarmupError(cf.name)) : warmup(cf.name, call, s, () => cf.knownState())) });
 }
 
 function generatorWarmupError(name: string): ArgumentError {

@@ -28,24 +28,10 @@ export function setLogs(channels: readonly string[] | string): void {
   enabled = new Set(parseLogs(typeof channels === 'string' ? channels : channels.join(','), 'setLogs'));
 }
 
-export function logEnabled(channel: LogChannel): boolean {
-  return enabled.has(channel) || listeners.size > 0;
-}
-
-type Listener = (channel: LogChannel, text: string) => void;
-const listeners = new Set<Listener>();
-
-/** Collects log records (used by explain). */
-export function addLogListener(l: Listener): () => void {
-  listeners.add(l);
-  return () => listeners.delete(l);
-}
-
+/** Writes `text` to stderr when `channel` is on; a function is called only then (its text may be costly). */
 export function log(channel: LogChannel, text: string | (() => string)): void {
-  if (!enabled.has(channel) && listeners.size === 0) return;
-  const msg = typeof text === 'function' ? text() : text;
-  for (const l of listeners) l(channel, msg);
-  if (enabled.has(channel)) console.error(`[kiln:${channel}] ${msg}`);
+  if (!enabled.has(channel)) return;
+  console.error(`[kiln:${channel}] ${typeof text === 'function' ? text() : text}`);
 }
 
 /** Always printed once: fallbacks are never silent. */

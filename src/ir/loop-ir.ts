@@ -381,11 +381,6 @@ export function kernelStores(k: LoopKernel): Store[] {
 
 // ---- dynamic kernels ----
 
-/** Whether a kernel has sizes that are runtime values. */
-export function isDynamicKernel(k: LoopKernel): boolean {
-  return k.sizes !== undefined;
-}
-
 /**
  * The static kernel a dynamic one is at concrete sizes (`sizes[i]` is s_i): for renderers
  * without symbolic support (WebGPU), which then compile one kernel per size.

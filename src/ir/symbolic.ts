@@ -50,10 +50,6 @@ export function symIsConst(a: Sym): boolean {
   return a.terms.every(([, m]) => m.length === 0);
 }
 
-export function symEquals(a: Sym, b: Sym): boolean {
-  return symKey(a) === symKey(b);
-}
-
 export function symKey(a: Sym): string {
   return a.terms.map(([c, m]) => `${c}:${monoKey(m)}`).join('|') || '0';
 }

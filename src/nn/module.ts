@@ -18,7 +18,6 @@ import { Parameter, isParameter } from './parameter.js';
 
 type Kind = 'parameter' | 'buffer' | 'module';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyModule = Module<any[], any>;
 
 export interface LoadStateDictOptions {
@@ -32,10 +31,8 @@ export interface LoadStateDictResult {
 }
 
 /** A forward pre-hook: sees the module and its arguments; returning an array (or one value) replaces them. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ForwardPreHook = (module: AnyModule, args: any[]) => unknown;
 /** A forward hook: sees the module, the arguments and the output; returning a value replaces the output. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ForwardHook = (module: AnyModule, args: any[], output: any) => unknown;
 
 /** What registerForwardHook returns: remove() unregisters the hook (torch's RemovableHandle). */

@@ -9,7 +9,7 @@ import type { ScalarExpr, ScalarOp } from '../ir/scalar-expr.js';
 import { arity, isBoolResult, isFloatResult } from '../ir/scalar-expr.js';
 import type { BackwardContext } from '../autograd/node.js';
 import { Tensor } from '../tensor/tensor.js';
-import { apply, runtime, view, type PrimDef } from './dispatch.js';
+import { apply, view, type PrimDef } from './dispatch.js';
 import { broadcastStrides } from './broadcast.js';
 import { POINTWISE_GRADS } from './pointwise-grads.js';
 import { publicOp } from '../core/user-op.js';
@@ -145,7 +145,3 @@ export const cast = publicOp('cast', function cast(x: Tensor, dtype: DType): Ten
 export const copy = publicOp('clone', function copy(x: Tensor): Tensor {
   return pointwise('identity', [x]);
 });
-
-export function defaultBackendName(): string {
-  return runtime.backend.name;
-}

@@ -64,7 +64,6 @@ export interface SchedulerStateDict {
   [key: string]: unknown;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyOptimizer = Optimizer<any>;
 
 /** Python's floor modulo (non-negative for a positive m), as torch's `%` on epochs. */

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import { DynamicProgram } from '../../src/compiler/run/dynamic-program.js';
+import { compiledFunctionOf } from '../../src/compiler/compiled-info.js';
 import { MlpBlock } from '../../bench/workloads/w3.js';
 import { Decoder } from '../../bench/workloads/w7.js';
 import { freeze } from '../../bench/workloads/types.js';
@@ -19,7 +20,7 @@ export { maxRelDiff };
 
 /** The dynamic programs of a compiled function's entries. */
 export function dynamicPrograms(c: unknown): DynamicProgram[] {
-  const entries = (c as { compiled: { compiledEntries: readonly { program: unknown }[] } }).compiled.compiledEntries;
+  const entries = compiledFunctionOf(c).compiledEntries;
   return entries.flatMap((e) => (e.program instanceof DynamicProgram ? [e.program] : []));
 }
 

@@ -2,7 +2,7 @@
 // shapes and strides as constants, a running pointer per distinct index expression (no
 // index multiplication in inner loops) and no per-element function calls.
 
-import type { Affine, AttentionKernel, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
+import type { Affine, AttentionKernel, KernelSizes, LExpr, LoopKernel, MatmulKernel, Reduction, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
 import { exprLoads, kernelExtent, kernelWork, splitInvariant, splitsBatch } from '../../ir/loop-ir.js';
 import { checkKernel } from '../../ir/loop-ir-check.js';
 export { kernelExtent, kernelWork };
@@ -18,29 +18,48 @@ import { symConst, symIsConst, symEval, symKey, symMul, symToCode, type Sym } fr
 /** Runs a kernel over [lo, hi) of its outermost loop (see kernelExtent). */
 export type LoopFn = (bufs: readonly TypedArray[], lo: number, hi: number) => void;
 
-// Dynamic kernels (issue 7): a number with a symbol renders as an expression of the sizes the
-// kernel reads from its sizes buffer at entry; products are hoisted into constants there, so
-// loops keep their running pointers and compare against a local, as static kernels do.
-let dyn: { hoisted: Map<string, string>; lines: string[] } | null = null;
 const symName = (i: number) => `$s${i}`;
 
-/** A number of the kernel: a literal, or (dynamic kernels) the local holding its value. */
-function num(v: number, s?: Sym | null): string {
-  if (!s || !dyn) return String(v);
-  if (symIsConst(s)) return String(symEval(s, []));
-  if (s.terms.length === 1 && s.terms[0]![0] === 1 && s.terms[0]![1].length === 1) return symName(s.terms[0]![1][0]!);
-  const key = symKey(s);
-  let name = dyn.hoisted.get(key);
-  if (!name) {
-    name = `$z${dyn.hoisted.size}`;
-    dyn.hoisted.set(key, name);
-    dyn.lines.push(`const ${name} = ${symToCode(s, symName)};`);
+/**
+ * One kernel's code as it is emitted. Dynamic kernels (issue 7): a number with a symbol renders
+ * as an expression of the sizes the kernel reads from its sizes buffer at entry; products are
+ * hoisted into constants there, so loops keep their running pointers and compare against a
+ * local, as static kernels do.
+ */
+class KernelEmitter extends Emitter {
+  private readonly hoisted = new Map<string, string>();
+  private readonly hoistedLines: string[] = [];
+  constructor(readonly dynamic: boolean) {
+    super();
   }
-  return name;
+
+  /** A number of the kernel: a literal, or (dynamic kernels) the local holding its value. */
+  num(v: number, s?: Sym | null): string {
+    if (!s || !this.dynamic) return String(v);
+    if (symIsConst(s)) return String(symEval(s, []));
+    if (s.terms.length === 1 && s.terms[0]![0] === 1 && s.terms[0]![1].length === 1) return symName(s.terms[0]![1][0]!);
+    const key = symKey(s);
+    let name = this.hoisted.get(key);
+    if (!name) {
+      name = `$z${this.hoisted.size}`;
+      this.hoisted.set(key, name);
+      this.hoistedLines.push(`const ${name} = ${symToCode(s, symName)};`);
+    }
+    return name;
+  }
+  coef(a: Affine, v: number): string {
+    return this.num(a.c[v]!, a.cSym?.[v]);
+  }
+  readonly offs = (a: Affine): string => this.num(a.o, a.oSym);
+  sizesOf(xs: readonly number[], sym?: readonly (Sym | null)[]): string[] {
+    return xs.map((x, i) => this.num(x, sym?.[i]));
+  }
+
+  /** Puts the reads of the kernel's sizes (buffer `sizes.buf`), then the hoisted products, first. */
+  declareSizes(sizes: KernelSizes): void {
+    this.lines.unshift(...Array.from({ length: sizes.count }, (_, i) => `const ${symName(i)} = b${sizes.buf}[${i}];`), ...this.hoistedLines);
+  }
 }
-const coef = (a: Affine, v: number): string => num(a.c[v]!, a.cSym?.[v]);
-const offs = (a: Affine): string => num(a.o, a.oSym);
-const sizesOf = (xs: readonly number[], sym?: readonly (Sym | null)[]): string[] => xs.map((x, i) => num(x, sym?.[i]));
 
 
 
@@ -56,10 +75,10 @@ const FAST32: Partial<Record<string, (a: string) => string>> = {
 /** Ops whose double result on float32 operands can exceed float32's range. */
 const CAN_OVERFLOW = new Set<ScalarOp>(['add', 'sub', 'mul', 'div', 'pow', 'exp', 'expm1', 'sinh', 'cosh', 'hypot', 'reciprocal']);
 
-function expr(e: LExpr, em: Emitter): string {
+function expr(e: LExpr, em: KernelEmitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
-    case 'const': return e.vSym && dyn ? `(${num(e.v, e.vSym)})` : jsNumber(e.v);
+    case 'const': return e.vSym && em.dynamic ? `(${em.num(e.v, e.vSym)})` : jsNumber(e.v);
     case 'tmp': return (e as { name?: string }).name ?? `t${e.id}`;
     case 'red': return `r${e.id}`;
     case 'acc': return 'acc';
@@ -89,11 +108,11 @@ function affinesOf(stmts: readonly Stmt[], stores: readonly Store[]): Affine[] {
  * Nested loops over `vars` (sizes given), keeping a running pointer per affine. Pointers start
  * from `start(a)` (an outer pointer or a constant) and advance by the affine's coefficient.
  */
-function nest(em: Emitter, vars: readonly number[], sizes: readonly string[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, ranged = false): void {
+function nest(em: KernelEmitter, vars: readonly number[], sizes: readonly string[], affs: readonly Affine[], start: (a: Affine) => string, body: () => void, ranged = false): void {
   const names = affs.map(() => em.fresh('p'));
   // a ranged nest runs its outermost loop over [lo, hi) only (one thread's share)
   const first = ranged && vars.length > 0 ? vars[0]! : -1;
-  affs.forEach((a, i) => em.emit(`let ${names[i]}_0 = ${start(a)}${first >= 0 && a.c[first] !== 0 ? ` + ${coef(a, first)} * lo` : ''};`));
+  affs.forEach((a, i) => em.emit(`let ${names[i]}_0 = ${start(a)}${first >= 0 && a.c[first] !== 0 ? ` + ${em.coef(a, first)} * lo` : ''};`));
   vars.forEach((v, L) => {
     em.emit(L === 0 && first >= 0 ? `for (let v${v} = lo; v${v} < hi; v${v}++) {` : `for (let v${v} = 0; v${v} < ${sizes[L]}; v${v}++) {`);
     affs.forEach((_, i) => em.emit(`let ${names[i]}_${L + 1} = ${names[i]}_${L};`));
@@ -103,17 +122,17 @@ function nest(em: Emitter, vars: readonly number[], sizes: readonly string[], af
   for (let L = vars.length - 1; L >= 0; L--) {
     affs.forEach((a, i) => {
       const c = a.c[vars[L]!]!;
-      if (c !== 0) em.emit(`${names[i]}_${L} += ${coef(a, vars[L]!)};`);
+      if (c !== 0) em.emit(`${names[i]}_${L} += ${em.coef(a, vars[L]!)};`);
     });
     em.emit('}');
   }
 }
 
-function stmts(em: Emitter, body: readonly Stmt[]): void {
+function stmts(em: KernelEmitter, body: readonly Stmt[]): void {
   for (const s of body) em.emit(`const t${s.id} = ${expr(s.e, em)};`);
 }
 
-function stores(em: Emitter, list: readonly Store[]): void {
+function stores(em: KernelEmitter, list: readonly Store[]): void {
   for (const s of list) em.emit(`b${s.buf}[${em.ptr(s.at)}] = ${expr(s.value, em)};`);
 }
 
@@ -130,20 +149,20 @@ function accumulate(op: ReduceOp, a: string, v: string): string {
 }
 
 
-function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: Emitter, ranged = true): void {
+function renderPointwise(k: Extract<LoopKernel, { kind: 'pointwise' }>, em: KernelEmitter, ranged = true): void {
   const vars = k.shape.map((_, d) => d);
   const { invariant, variant } = splitInvariant(k.body);
   em.emit('{');
-  for (const st of invariant) if (st.e.k === 'load') em.setPtr(st.e.at, offs(st.e.at));
+  for (const st of invariant) if (st.e.k === 'load') em.setPtr(st.e.at, em.offs(st.e.at));
   stmts(em, invariant);
-  nest(em, vars, sizesOf(k.shape, k.shapeSym), affinesOf(variant, k.stores), offs, () => {
+  nest(em, vars, em.sizesOf(k.shape, k.shapeSym), affinesOf(variant, k.stores), em.offs, () => {
     stmts(em, variant);
     stores(em, k.stores);
   }, ranged);
   em.emit('}');
 }
 
-function renderRow(k: RowKernel, em: Emitter): void {
+function renderRow(k: RowKernel, em: KernelEmitter): void {
   const no = k.outer.length;
   const outerVars = k.outer.map((_, i) => i);
   const innerVars = k.inner.map((_, i) => no + i);
@@ -153,8 +172,8 @@ function renderRow(k: RowKernel, em: Emitter): void {
   const all = new Map<string, Affine>();
   [...innerAffs, ...outerAffs].forEach((a) => all.set(affKey(a), a));
   const allAffs = [...all.values()];
-  const innerSizes = sizesOf(k.inner, k.innerSym);
-  nest(em, outerVars, sizesOf(k.outer, k.outerSym), allAffs, offs, () => {
+  const innerSizes = em.sizesOf(k.inner, k.innerSym);
+  nest(em, outerVars, em.sizesOf(k.outer, k.outerSym), allAffs, em.offs, () => {
     const outerPtr = new Map(allAffs.map((a) => [affKey(a), em.ptr(a)]));
     const fromOuter = (a: Affine) => outerPtr.get(affKey(a))!;
     k.reductions.forEach((r, ri) => {
@@ -194,7 +213,7 @@ function renderRow(k: RowKernel, em: Emitter): void {
 }
 
 /** Two reductions in one pass: online softmax (max and rescaled sum) or Welford (sum and M2). */
-function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly string[], fromOuter: (a: Affine) => string): void {
+function renderOnlinePair(em: KernelEmitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly string[], fromOuter: (a: Affine) => string): void {
   const on = r2.online as Exclude<Reduction['online'], { kind: 'sibling' } | undefined>;
   if (on.kind === 'softmax') {
     const g = (name: string) => expr(substituteRed(on.shift, r1.id, name), em);
@@ -214,7 +233,7 @@ function renderOnlinePair(em: Emitter, r1: Reduction, r2: Reduction, innerVars: 
       em.emit(`const v = ${expr(r1.value, em)};`);
       em.emit(`wc${r1.id}++; const d = v - wm${r1.id}; wm${r1.id} += d / wc${r1.id}; w2${r2.id} += d * (v - wm${r1.id});`);
     });
-    em.emit(`const r${r1.id} = wm${r1.id} * ${num(on.n, on.nSym)}, r${r2.id} = w2${r2.id};`);
+    em.emit(`const r${r1.id} = wm${r1.id} * ${em.num(on.n, on.nSym)}, r${r2.id} = w2${r2.id};`);
   }
 }
 
@@ -231,14 +250,14 @@ function substituteRed(e: LExpr, id: number, name: string): LExpr {
  * row buffer, their NaN-propagating max m, then e = exp(s - g(m)), l = sum e, and the epilogue
  * with acc = (sum_j e_j v_j) / l: softmax(s)·v as the eager kernels compute it, in double.
  */
-function renderAttention(k: AttentionKernel, em: Emitter, prelude: string[]): void {
+function renderAttention(k: AttentionKernel, em: KernelEmitter, prelude: string[]): void {
   const nb = k.batch.length, iVar = nb, jVar = nb + 1;
   const exp = k.dtype === 'float32' ? 'fastExp' : 'Math.exp';
   const q = k.query, kk = k.key, v = k.value;
   prelude.push(`const sRow = new Float64Array(${Math.max(1, k.keys)}), oRow = new Float64Array(${Math.max(1, k.width)});`);
   const scoreAffs = [...new Map([...k.score.body.flatMap((st) => exprLoadsOf(st.e)), ...exprLoadsOf(k.score.value)].map((a) => [affKey(a), a])).values()];
   const epiAffs = affinesOf(k.body, k.stores);
-  const baseOf = (a: Affine) => [offs(a), ...k.batch.map((_, d) => (a.c[d] ? `${coef(a, d)} * v${d}` : '')).filter(Boolean)].join(' + ');
+  const baseOf = (a: Affine) => [em.offs(a), ...k.batch.map((_, d) => (a.c[d] ? `${em.coef(a, d)} * v${d}` : '')).filter(Boolean)].join(' + ');
   em.emit('for (let fr = lo; fr < hi; fr++) {');
   em.emit(`const i = fr % ${k.rows};`);
   em.emit(`let te = (fr - i) / ${k.rows};`);
@@ -288,7 +307,7 @@ const exprLoadsOf = (e: LExpr): Affine[] => exprLoads(e).map((l) => l.at);
  * block, not per element). The accumulation target is the raw matmul output when the graph
  * keeps it, else an epilogue output (overwritten in place element by element), else a scratch.
  */
-function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
+function renderMatmul(k: MatmulKernel, em: KernelEmitter, prelude: string[]): void {
   const nb = k.batch.length;
   const iVar = nb, jVar = nb + 1;
   const identity = (st: Store) => st.value.k === 'acc';
@@ -300,15 +319,15 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   const prodSym = (xs: readonly Sym[]) => xs.reduce((x, y) => symMul(x, y), symConst(1));
   const rawAt: Affine = raw ? raw.at : (() => {
     const cs = [...bs.map((_, b) => symMul(prodSym(bs.slice(b + 1)), symMul(mS, nS))), nS, symConst(1)];
-    return { c: cs.map((c) => symEval(c, [])), o: 0, cSym: dyn ? cs.map((c) => (symIsConst(c) ? null : c)) : undefined } as Affine;
+    return { c: cs.map((c) => symEval(c, [])), o: 0, cSym: em.dynamic ? cs.map((c) => (symIsConst(c) ? null : c)) : undefined } as Affine;
   })();
   const rawName = raw ? `b${raw.buf}` : 'S';
   if (!raw) {
     const total = prodSym([...bs, mS, nS]);
-    if (dyn && !symIsConst(total)) {
+    if (em.dynamic && !symIsConst(total)) {
       // grows to the largest size seen (each thread has its own)
       prelude.push('let S = new Float64Array(0);');
-      em.emit(`if (S.length < ${num(0, total)}) S = new Float64Array(${num(0, total)});`);
+      em.emit(`if (S.length < ${em.num(0, total)}) S = new Float64Array(${em.num(0, total)});`);
     } else prelude.push(`const S = new Float64Array(${k.batch.reduce((x, y) => x * y, 1) * k.m * k.n});`);
   }
   const epiStores = k.stores.filter((st) => !(raw && st === raw && identity(st)));
@@ -321,25 +340,25 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   ];
   // one thread's share: a range of the first batch dim, or of the rows when there is no batch
   const splitBatch = splitsBatch(k);
-  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${offs(b.a)}${splitBatch && b.a.c[0] !== 0 ? ` + ${coef(b.a, 0)} * lo` : ''};`));
+  bases.forEach((b) => em.emit(`let ${b.name}_0 = ${em.offs(b.a)}${splitBatch && b.a.c[0] !== 0 ? ` + ${em.coef(b.a, 0)} * lo` : ''};`));
   k.batch.forEach((size, L) => {
-    em.emit(L === 0 && splitBatch ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${num(size, k.batchSym?.[L])}; v${L}++) {`);
+    em.emit(L === 0 && splitBatch ? `for (let v${L} = lo; v${L} < hi; v${L}++) {` : `for (let v${L} = 0; v${L} < ${em.num(size, k.batchSym?.[L])}; v${L}++) {`);
     bases.forEach((b) => em.emit(`let ${b.name}_${L + 1} = ${b.name}_${L};`));
   });
   const at = (name: string) => `${name}_${nb}`;
   em.emit(`const rOff = ${at('rB')};`);
   epiAffs.forEach((_, i) => em.emit(`const eOff${i} = ${at(`eB${i}`)};`));
   const r0 = splitBatch ? '0' : 'lo';
-  const rows = splitBatch ? num(k.m, k.mSym) : '(hi - lo)';
+  const rows = splitBatch ? em.num(k.m, k.mSym) : '(hi - lo)';
   if (k.tiles) prelude.push(`const mmTiles = ${JSON.stringify(k.tiles)};`);
-  const sam = num(k.a.sRow, k.a.sRowSym), sak = num(k.a.sCol, k.a.sColSym), sbk = num(k.b.sRow, k.b.sRowSym), sbn = num(k.b.sCol, k.b.sColSym);
-  const rI = coef(rawAt, iVar), rJ = coef(rawAt, jVar);
-  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${sam}, sam: ${sam}, sak: ${sak}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${sbk}, sbn: ${sbn}, c: ${rawName}, cOff: rOff + ${r0} * ${rI}, scm: ${rI}, scn: ${rJ}, m: ${rows}, n: ${num(k.n, k.nSym)}, k: ${num(k.k, k.kSym)} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : `${k.tiles ? ', undefined, mmTiles' : ''});`}`);
+  const sam = em.num(k.a.sRow, k.a.sRowSym), sak = em.num(k.a.sCol, k.a.sColSym), sbk = em.num(k.b.sRow, k.b.sRowSym), sbn = em.num(k.b.sCol, k.b.sColSym);
+  const rI = em.coef(rawAt, iVar), rJ = em.coef(rawAt, jVar);
+  em.emit(`matmul2d({ a: b${k.a.buf}, aOff: ${at('aB')} + ${r0} * ${sam}, sam: ${sam}, sak: ${sak}, b: b${k.b.buf}, bOff: ${at('bB')}, sbk: ${sbk}, sbn: ${sbn}, c: ${rawName}, cOff: rOff + ${r0} * ${rI}, scm: ${rI}, scn: ${rJ}, m: ${rows}, n: ${em.num(k.n, k.nSym)}, k: ${em.num(k.k, k.kSym)} }${k.body.length || epiStores.length ? ', (i0, mc, j0, nc) => {' : `${k.tiles ? ', undefined, mmTiles' : ''});`}`);
   if (k.body.length || epiStores.length) {
     em.emit(`for (let i = ${r0} + i0; i < ${r0} + i0 + mc; i++) {`);
     em.emit(`let pr = rOff + ${rI} * i + ${rJ} * j0;`);
     epiAffs.forEach((a, idx) => {
-      em.emit(`let pe${idx} = eOff${idx} + ${coef(a, iVar)} * i + ${coef(a, jVar)} * j0;`);
+      em.emit(`let pe${idx} = eOff${idx} + ${em.coef(a, iVar)} * i + ${em.coef(a, jVar)} * j0;`);
       em.setPtr(a, `pe${idx}`);
     });
     em.emit('for (let j = j0; j < j0 + nc; j++) {');
@@ -348,7 +367,7 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
     stores(em, epiStores);
     em.emit(`pr += ${rJ};`);
     epiAffs.forEach((a, idx) => {
-      if (a.c[jVar] !== 0) em.emit(`pe${idx} += ${coef(a, jVar)};`);
+      if (a.c[jVar] !== 0) em.emit(`pe${idx} += ${em.coef(a, jVar)};`);
     });
     em.emit('}');
     em.emit('}');
@@ -357,7 +376,7 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
   for (let L = nb - 1; L >= 0; L--) {
     bases.forEach((b) => {
       const c = b.a.c[L]!;
-      if (c !== 0) em.emit(`${b.name}_${L} += ${coef(b.a, L)};`);
+      if (c !== 0) em.emit(`${b.name}_${L} += ${em.coef(b.a, L)};`);
     });
     em.emit('}');
   }
@@ -371,20 +390,15 @@ function renderMatmul(k: MatmulKernel, em: Emitter, prelude: string[]): void {
 export function renderKernelSource(k: LoopKernel, nBuffers: number): string {
   checkKernel(k, 'js kernel');
   if (!Number.isSafeInteger(nBuffers) || nBuffers < 0) throw new Error(`renderKernelSource: ${nBuffers} buffers`);
-  const em = new Emitter();
+  const em = new KernelEmitter(Boolean(k.sizes));
   const prelude: string[] = [];
-  // a dynamic kernel reads its sizes first (buffer k.sizes.buf), then the hoisted products
-  dyn = k.sizes ? { hoisted: new Map(), lines: [] } : null;
-  try {
-    if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
-    else if (k.kind === 'pointwise') renderPointwise(k, em);
-    else if (k.kind === 'row') renderRow(k, em);
-    else if (k.kind === 'attention') renderAttention(k, em, prelude);
-    else renderMatmul(k, em, prelude);
-  } finally {
-    if (dyn && k.sizes) em.lines.unshift(...Array.from({ length: k.sizes.count }, (_, i) => `const ${symName(i)} = b${k.sizes!.buf}[${i}];`), ...dyn.lines);
-    dyn = null;
-  }
+  if (k.kind === 'group') k.parts.forEach((p) => renderPointwise({ ...p, shape: p.shape }, em, false));
+  else if (k.kind === 'pointwise') renderPointwise(k, em);
+  else if (k.kind === 'row') renderRow(k, em);
+  else if (k.kind === 'attention') renderAttention(k, em, prelude);
+  else renderMatmul(k, em, prelude);
+  // a dynamic kernel reads its sizes first, then the hoisted products
+  if (k.sizes) em.declareSizes(k.sizes);
   const params = [...Array.from({ length: nBuffers }, (_, i) => `b${i}`), 'lo', 'hi'];
   const fn = `function ${k.name}(${params.join(', ')}) {\n  ${em.lines.join('\n  ')}\n}`;
   return prelude.length ? `(() => {\n  ${prelude.join('\n  ')}\n  return ${fn};\n})()` : fn;

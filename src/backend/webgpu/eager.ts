@@ -62,10 +62,7 @@ export function eagerKernel(spec: KernelSpec, args: KernelArgs): EagerLaunch {
   throw unsupported(spec.kind);
 }
 
-/** Specs with no WGSL kernel yet (im2col/col2im have theirs in render-window.ts). */
-export const UNSUPPORTED_EAGER = new Set<string>();
-
-export function unsupported(kind: string): WebGpuUnsupportedError {
+function unsupported(kind: string): WebGpuUnsupportedError {
   const what = kind === 'im2col' || kind === 'col2im' ? `${kind} (conv2d and pooling)`
     : kind === 'random' ? 'random (rand, randn, dropout, parameter initialization)'
     : kind === 'sort' ? 'sort (sort, argsort, topk, kthvalue, randperm, multinomial without replacement)'

@@ -17,7 +17,7 @@ import type { KernelArgs, KernelSpec, RandomDist } from '../../ir/kernel-spec.js
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
 import type { LoopKernel } from '../../ir/loop-ir.js';
 import { BufferPool } from './buffer-pool.js';
-import { eagerKernel, unsupported, UNSUPPORTED_EAGER } from './eager.js';
+import { eagerKernel } from './eager.js';
 import { numberedSource, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuSyncReadError, WebGpuUnsupportedError, WebGpuValidationError } from './errors.js';
 import { INDEXING_KINDS, renderIndexing } from './render-indexing.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
@@ -326,7 +326,6 @@ export class WebGpuBackend implements Backend {
 
   prepare(spec: KernelSpec): PreparedKernel {
     this.check();
-    if (UNSUPPORTED_EAGER.has(spec.kind)) throw unsupported(spec.kind);
     if (spec.kind !== 'loop') return { spec };
     const k: GpuKernel = { spec, variants: new Map() };
     if (spec.kernel.kind === 'matmul' || spec.kernel.kind === 'row') k.epoch = this.renderEpoch;

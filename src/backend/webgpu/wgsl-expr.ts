@@ -121,9 +121,6 @@ export function convert(x: Typed, to: WType, h: HelperSet): string {
   return `${to}(${x.code})`;
 }
 
-/** The dtype a store of `d` has in WGSL (bool is stored as u32). */
-export const storeType = wtype;
-
 export interface ExprEnv {
   readonly h: HelperSet;
   load(buf: number, e: Extract<LExpr, { k: 'load' }>): string;

@@ -88,7 +88,7 @@ export function partitionJoint(joint: Graph, nForward: number, decision?: Partit
   const bwdId = new Map<number, number>();
   savedList.forEach((s, i) => {
     const m = nodes[s]!.meta;
-    // an input keeps its (guarded) layout; computed values arrive contiguous (aot-node.ts ensures it)
+    // an input keeps its (guarded) layout; computed values arrive contiguous (compiled-node.ts ensures it)
     const meta = isInput(s) ? m : { ...m, strides: contiguousStrides(m.shape), offset: 0 };
     bwdId.set(s, bwd.add({ op: 'input', inputs: [], meta, source: { kind: 'arg', path: `${SAVED_ARG}[${i}]` }, requiresGrad: false }).id);
   });

@@ -28,6 +28,7 @@ import { keep } from '../../tensor/scope.js';
 import { cacheDir as nativeCacheDir, LIBRARY_NAME, libraryDistrust, sealLibrary } from '../../backend/native/toolchain.js';
 import { compile } from '../index.js';
 import type { CompileOptions } from '../compile.js';
+import { compiledFunctionOf } from '../compiled-info.js';
 import { resolveKernelBackend } from '../../backend/registry.js';
 import { placeWeights } from './placement.js';
 import { FusedProgram } from '../run/fused-program.js';
@@ -37,7 +38,7 @@ import { rowAxes, type RowVerdict } from '../dynamic/bucket.js';
 import type { Graph } from '../capture/graph.js';
 import { log } from '../../core/logs.js';
 import { ContainerError, decodeContainer, encodeContainer, readHeader } from './container.js';
-import { buildEnvironment, describeEnvironment, kilnVersion, type BuildEnvironment } from './environment.js';
+import { buildEnvironment, describeEnvironment, type BuildEnvironment } from './environment.js';
 import { ArtifactError } from './errors.js';
 import { readRegularFile } from '../../trust/safe-fs.js';
 import { checkShipped, macSealer, signSealer, type KeyInput, type TrustOptions } from './seal.js';
@@ -143,14 +144,15 @@ export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike
   let stored: Omit<StoredArtifact, 'programs'> | null = null;
   const programs: StoredArtifact['programs'] = [];
   for (const backend of backends) {
-    const c = compile(target as never, { ...opts.compile, backend, cache: opts.compile?.cache }) as unknown as { (...a: unknown[]): unknown; compiled: import('../compile.js').CompiledFunction };
+    const c = compile(target as never, { ...opts.compile, backend, cache: opts.compile?.cache }) as unknown as (...a: unknown[]) => unknown;
     const result = c(...exampleInputs);
     disposeResult(result);
-    const e = c.compiled.compiledEntries.at(-1);
-    if (!e) throw new ArgumentError(`${c.compiled.name} did not produce a replayable entry on ${backend} (see KILN_LOGS=recompiles)`, 'kiln.export', 'export functions that do not create state on their first call');
-    if (e.retrace) throw new ArgumentError(`${c.compiled.name} has graph breaks`, 'kiln.export', 'an artifact holds one graph: remove the breaks (fullgraph: true shows where)');
-    if (e.gradLeaves.length > 0 || e.graph.gradEffects.length > 0) throw new ArgumentError(`${c.compiled.name} writes gradients (a training step)`, 'kiln.export', 'export inference functions; train, then export the model');
-    if (!(e.program instanceof FusedProgram)) throw new ArgumentError(`${c.compiled.name} did not compile to a fused program on ${backend}`, 'kiln.export', 'see KILN_LOGS=fusion');
+    const cf = compiledFunctionOf(c);
+    const e = cf.compiledEntries.at(-1);
+    if (!e) throw new ArgumentError(`${cf.name} did not produce a replayable entry on ${backend} (see KILN_LOGS=recompiles)`, 'kiln.export', 'export functions that do not create state on their first call');
+    if (e.retrace) throw new ArgumentError(`${cf.name} has graph breaks`, 'kiln.export', 'an artifact holds one graph: remove the breaks (fullgraph: true shows where)');
+    if (e.gradLeaves.length > 0 || e.graph.gradEffects.length > 0) throw new ArgumentError(`${cf.name} writes gradients (a training step)`, 'kiln.export', 'export inference functions; train, then export the model');
+    if (!(e.program instanceof FusedProgram)) throw new ArgumentError(`${cf.name} did not compile to a fused program on ${backend}`, 'kiln.export', 'see KILN_LOGS=fusion');
     if (!stored) {
       const captures: StoredCapture[] = [];
       const seen = new Set<string>();
@@ -169,7 +171,7 @@ export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike
       };
       try {
         stored = {
-          name: c.compiled.name, argNames: argNamesOf(target), graph: encodeGraph(e.graph, blobs, nameOf),
+          name: cf.name, argNames: argNamesOf(target), graph: encodeGraph(e.graph, blobs, nameOf),
           resultTemplate: encodeValue(e.resultTemplate, blobs), autogradOutputs: e.interpreted !== null, captures,
         };
       } catch (err) {
@@ -431,4 +433,3 @@ function fill(t: unknown, outs: Tensor[]): unknown {
   return tp.v;
 }
 
-export { kilnVersion };

@@ -24,7 +24,7 @@ const MAGIC = Buffer.from('KAU1');
 const HMAC = 1;
 const ED25519 = 2;
 /** the shortest shared secret accepted (256 bits, HMAC-SHA256's block strength) */
-export const MIN_SECRET_BYTES = 32;
+const MIN_SECRET_BYTES = 32;
 
 /** A fleet key from PEM text (Ed25519) or secret bytes; throws a message saying what is wrong. */
 export function fleetKey(opts: { secret?: Uint8Array | string; publicKey?: string | KeyObject; privateKey?: string | KeyObject }): FleetKey {

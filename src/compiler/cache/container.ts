@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { CachePayload } from './store.js';
 
-export const CONTAINER_FORMAT = 1;
+const CONTAINER_FORMAT = 1;
 const MAGIC = 'KILN\n';
 
 export interface ContainerHeader {

@@ -43,7 +43,7 @@ export function cacheRoot(): string {
   return isAbsolute(root) ? root : join(process.cwd(), root);
 }
 
-export function maxCacheBytes(): number {
+function maxCacheBytes(): number {
   const mb = Number(process.env.KILN_CACHE_MAX_MB);
   return Number.isFinite(mb) && mb > 0 ? mb * 2 ** 20 : 2 ** 30;
 }

@@ -50,7 +50,7 @@ export function* read(...ts: Tensor[]): Generator<ReadRequest, TypedArray | Type
 }
 
 /** What the user's generator yielded, as a read request (a Tensor or Tensor[] yielded directly is one too). */
-export function readRequestOf(value: unknown, fn: string): ReadRequest {
+function readRequestOf(value: unknown, fn: string): ReadRequest {
   if (value instanceof ReadRequest) return value;
   if (value instanceof Tensor) return new ReadRequest([value], '', true);
   if (Array.isArray(value) && value.length > 0 && value.every((v) => v instanceof Tensor)) return new ReadRequest(value, '', false);

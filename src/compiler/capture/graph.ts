@@ -1,6 +1,6 @@
 // The captured Graph: a small FX-like op graph. Nodes are primitives in execution order;
 // inputs are user arguments or tensors captured by reference (parameters, optimizer state).
-// It prints, hashes (structure only) and serializes.
+// It prints, and keys its structure exactly (graphKey: the compiled entry's and the cache's key).
 
 import type { DType } from '../../core/dtype.js';
 import type { PrimDef } from '../../ops/dispatch.js';
@@ -139,15 +139,4 @@ function exactBits(a: ArrayBufferView): string {
   let s = `${a.constructor.name}:${a.byteLength}:`;
   for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode(...bytes.subarray(i, i + 8192));
   return s;
-}
-
-/** A short stable hash of a string (FNV-1a), for cache keys and file names. */
-export function hashString(s: string): string {
-  let h1 = 2166136261, h2 = 5381;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 16777619);
-    h2 = (Math.imul(h2, 33) + c) | 0;
-  }
-  return (h1 >>> 0).toString(16).padStart(8, '0') + (h2 >>> 0).toString(16).padStart(8, '0');
 }

@@ -8,9 +8,19 @@ import type { Graph } from './graph.js';
 
 export interface Guard {
   readonly text: string;
-  /** null when it holds, else why not */
-  check(args: readonly unknown[]): string | null;
+  /** null when it holds, else why not; shape guards record their size facts in `call` */
+  check(args: readonly unknown[], call: GuardCall): string | null;
 }
+
+/** What checking one call's guards gathers besides the verdict. */
+export interface GuardCall {
+  /** values of the size symbols seen so far (dims sharing a symbol must agree) */
+  readonly symSizes: number[];
+  /** the size change behind a failed shape guard (automatic dynamic reads it) */
+  change: SizeChange | null;
+}
+
+const newCall = (): GuardCall => ({ symSizes: [], change: null });
 
 /** Reads an argument by path ('x', 'batch[1]', 'opts.lr'). */
 export type ArgReader = (args: readonly unknown[]) => unknown;
@@ -41,16 +51,10 @@ export function argLeaves(args: readonly unknown[], names: readonly string[]): A
 /** Dynamic dims of one tensor argument: dim -> its symbol and range (see dynamic.ts). */
 export type DynDims = ReadonlyMap<number, { readonly sym: number; readonly name: string; readonly min: number; readonly max: number }>;
 
-/** The size change behind the last failed guard (automatic dynamic reads it). */
+/** A tensor argument's dim that differs from the size the entry was traced at. */
 export interface SizeChange { readonly path: string; readonly dim: number; readonly expected: number; readonly got: number }
-let lastChange: SizeChange | null = null;
-export function lastSizeChange(): SizeChange | null {
-  return lastChange;
-}
-// values of the size symbols in the call being checked (dims sharing a symbol must agree)
-let symEnv: number[] = [];
 
-function tensorGuards(label: string, read: () => unknown, t: Tensor, path?: string, dyn?: DynDims): Guard[] {
+function tensorGuards(label: string, read: ArgReader, t: Tensor, path?: string, dyn?: DynDims): Guard[] {
   const shape = [...t.shape], strides = [...t.strides], offset = t.offset, dtype = t.dtype, backend = t.backendName, rg = t.requiresGrad;
   const shapeText = dyn ? `[${shape.map((s, d) => dyn.get(d)?.name ?? String(s)).join(', ')}]` : fmtShape(shape);
   const ranges = dyn ? [...dyn.values()].map((r) => `${r.min} <= ${r.name}${r.max < Number.MAX_SAFE_INTEGER ? ` <= ${r.max}` : ''}`) : [];
@@ -58,8 +62,8 @@ function tensorGuards(label: string, read: () => unknown, t: Tensor, path?: stri
     text: dyn
       ? `${label}: ${dtype}${shapeText} contiguous (${[...new Set(ranges)].join(', ')}) on ${backend}${rg ? ', requiresGrad' : ''}`
       : `${label}: ${dtype}${fmtShape(shape)} strides ${fmtShape(strides)}${offset ? ` offset ${offset}` : ''} on ${backend}${rg ? ', requiresGrad' : ''}`,
-    check: () => {
-      const v = read();
+    check: (args, call) => {
+      const v = read(args);
       if (!(v instanceof Tensor)) return `${label} is no longer a tensor`;
       if (v.isDisposed) return `${label} was disposed`;
       if (v.ndim !== shape.length) return `${label} rank changed: expected ${shape.length}, got ${v.ndim}`;
@@ -69,13 +73,13 @@ function tensorGuards(label: string, read: () => unknown, t: Tensor, path?: stri
         if (sd) {
           // 0 and 1 were never assumed: the trace took this dim as a general size
           if (got < sd.min || got > sd.max) return `${label} dim ${d} = ${got} is outside the range the dynamic trace assumed for ${sd.name} (${sd.min}..${sd.max < Number.MAX_SAFE_INTEGER ? sd.max : 'inf'})${got <= 1 ? '; sizes 0 and 1 are specialized (0/1 specialization)' : ''}`;
-          const prev = symEnv[sd.sym];
-          if (prev === undefined) symEnv[sd.sym] = got;
+          const prev = call.symSizes[sd.sym];
+          if (prev === undefined) call.symSizes[sd.sym] = got;
           else if (prev !== got) return `${label} dim ${d} = ${got} but ${sd.name} = ${prev} from another dim (the trace assumed they are equal)`;
           continue;
         }
         if (got !== shape[d]) {
-          if (path !== undefined) lastChange = { path, dim: d, expected: shape[d]!, got };
+          if (path !== undefined) call.change = { path, dim: d, expected: shape[d]!, got };
           return `${label} dim ${d} changed: expected ${shape[d]}, got ${got}`;
         }
       }
@@ -97,7 +101,7 @@ export function buildGuards(args: readonly unknown[], names: readonly string[], 
   for (const leaf of argLeaves(args, names)) {
     const v = leaf.value;
     if (v instanceof Tensor) {
-      guards.push(...tensorGuards(`arg ${leaf.path}`, () => leaf.read(currentArgs), v, leaf.path, dynamic?.get(leaf.path)));
+      guards.push(...tensorGuards(`arg ${leaf.path}`, leaf.read, v, leaf.path, dynamic?.get(leaf.path)));
     } else if (typeof v === 'object' && v !== null && ('arrayLength' in v || 'keys' in v)) {
       const want = JSON.stringify(v);
       guards.push({
@@ -129,7 +133,7 @@ export function buildGuards(args: readonly unknown[], names: readonly string[], 
     if (src.kind === 'arg' && src.grad) {
       // an argument's .grad the function accumulates into: it must still be there, alike
       const read = readers.get(src.path)!;
-      guards.push(...tensorGuards(`arg ${src.path}.grad`, () => (read(currentArgs) as Tensor | undefined)?.grad, (read(args) as Tensor).grad!));
+      guards.push(...tensorGuards(`arg ${src.path}.grad`, (a) => (read(a) as Tensor | undefined)?.grad, (read(args) as Tensor).grad!));
     }
     if (src.kind === 'ref') guards.push(...tensorGuards(`captured ${src.label}`, () => src.tensor, src.tensor));
     if (src.kind === 'grad') {
@@ -182,16 +186,11 @@ function isPlainConfig(v: unknown): boolean {
   return typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || (Array.isArray(v) && v.length <= 16 && v.every((x) => typeof x === 'number'));
 }
 
-// tensor guards read args through closures; the checker sets the current call's args
-let currentArgs: readonly unknown[] = [];
-
 /** The first failing guard's reason, or null when every guard holds. */
 export function checkGuards(guards: readonly Guard[], args: readonly unknown[]): string | null {
-  currentArgs = args;
-  lastChange = null;
-  symEnv = [];
+  const call = newCall();
   for (const g of guards) {
-    const r = g.check(args);
+    const r = g.check(args, call);
     if (r) return r;
   }
   return null;
@@ -200,14 +199,11 @@ export function checkGuards(guards: readonly Guard[], args: readonly unknown[]):
 /** Every size change the guards see in this call (all tensors, not only the first failing one). */
 export function allSizeChanges(guards: readonly Guard[], args: readonly unknown[]): SizeChange[] {
   const out: SizeChange[] = [];
-  currentArgs = args;
   for (const g of guards) {
-    lastChange = null;
-    symEnv = [];
-    g.check(args);
-    if (lastChange) out.push(lastChange);
+    const call = newCall();
+    g.check(args, call);
+    if (call.change) out.push(call.change);
   }
-  lastChange = null;
   return out;
 }
 

@@ -212,6 +212,6 @@ export class Tracer implements TraceHook {
   }
 }
 
-export function metaOf(t: Tensor): { shape: readonly number[]; strides: readonly number[]; offset: number; dtype: Tensor['dtype'] } {
+function metaOf(t: Tensor): { shape: readonly number[]; strides: readonly number[]; offset: number; dtype: Tensor['dtype'] } {
   return { shape: t.shape, strides: t.strides, offset: t.offset, dtype: t.dtype };
 }

@@ -8,7 +8,7 @@
 // `kIota` = { start, step, length }. The number left in `k` is the value at the hint sizes
 // (large primes, so that keys built from numbers never collide by accident).
 
-import { fitSym, symEval, symToString, type Sym } from '../../ir/symbolic.js';
+import { fitSym, symEval, type Sym } from '../../ir/symbolic.js';
 
 export class UnifyError extends Error {
   constructor(readonly path: string, readonly why: string) {
@@ -137,16 +137,11 @@ function spec(x: unknown, values: readonly number[]): unknown {
 }
 
 /** Whether a tree has any symbolic field. */
-export function hasSym(x: unknown, depth = 0): boolean {
+function hasSym(x: unknown, depth = 0): boolean {
   if (depth > 40) return false;
   if (Array.isArray(x)) return x.some((e) => hasSym(e, depth + 1));
   if (!isPlain(x)) return false;
   return Object.entries(x).some(([k, v]) => (SUFFIX.test(k) && v != null) || hasSym(v, depth + 1));
-}
-
-/** `f32[s0,768]`-style shape text from a number array and its optional symbols. */
-export function fmtSymShape(shape: readonly number[], sym: readonly (Sym | null)[] | undefined, names?: (i: number) => string): string {
-  return shape.map((d, i) => (sym?.[i] ? symToString(sym[i]!, names) : String(d))).join(',');
 }
 
 /** Deep equality of plain trees (typed arrays by content, other objects by identity). */

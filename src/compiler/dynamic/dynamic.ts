@@ -14,12 +14,12 @@ import { defaultGenerator } from '../../core/random.js';
 import { runtime } from '../../ops/dispatch.js';
 import { Tensor, tensorHooks } from '../../tensor/tensor.js';
 import type { Backend } from '../../backend/backend.js';
-import { Graph, printGraph } from '../capture/graph.js';
+import { Graph } from '../capture/graph.js';
 import { Tracer } from '../capture/tracer.js';
 import { commonSubexpressionElimination, deadCodeElimination } from '../schedule/passes.js';
 import { lower, dropDeadStores, groupHorizontally, type Lowered } from '../schedule/lower.js';
 import { argLeaves } from '../capture/guards.js';
-import { probeGrid, symEval, symToString, symVar, type Sym } from '../../ir/symbolic.js';
+import { probeGrid } from '../../ir/symbolic.js';
 import { specializeTree, treesEqual, unifyTrees, UnifyError } from './dynamic-unify.js';
 import { DynamicProgram, type SymbolSource } from '../run/dynamic-program.js';
 import { log } from '../../core/logs.js';
@@ -424,10 +424,3 @@ function collect(v: unknown, tracer: Tracer, into: number[], depth = 0): void {
   else if (depth < 6 && Array.isArray(v)) v.forEach((x) => collect(x, tracer, into, depth + 1));
   else if (depth < 6 && v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => collect(x, tracer, into, depth + 1));
 }
-
-/** Text for logs and explain: the symbolic graph. */
-export function describePlan(p: DynamicPlan): string {
-  return `${p.notes.join('\n')}\n${printGraph(p.graph)}`;
-}
-
-export { symEval, symToString, symVar, type Sym };

@@ -64,7 +64,7 @@ function explained(cf: CompiledFunction, opts: { print?: boolean }, stopped?: st
   return result;
 }
 
-export function formatExplain(r: CompileReport): string {
+function formatExplain(r: CompileReport): string {
   const lines = [`explain ${r.name}: ${r.graphs.length} graph(s), ${r.breaks.length} graph break(s)`];
   r.breaks.forEach((b, i) => lines.push(`  break ${i + 1} at ${b.location}: ${b.reason}`, `    hint: ${b.hint}`));
   r.graphs.forEach((g, i) => {

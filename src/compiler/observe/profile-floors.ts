@@ -49,7 +49,7 @@ function copyBandwidth(): number {
 }
 
 /** The square float32 matmul C = A·B as a loop kernel over buffers 0 (A), 1 (B), 2 (C). */
-export function squareMatmulKernel(n: number): MatmulKernel {
+function squareMatmulKernel(n: number): MatmulKernel {
   const operand = (buf: number) => ({ buf, base: { c: [], o: 0 }, sRow: n, sCol: 1 });
   return {
     kind: 'matmul', name: 'floor_matmul', dtype: 'float32', batch: [], m: n, n, k: n, a: operand(0), b: operand(1), body: [],

@@ -324,4 +324,3 @@ export class DynamicProgram {
 }
 
 
-export type { DType };

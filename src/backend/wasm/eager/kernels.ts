@@ -1,4 +1,4 @@
-// The eager kernel set: a fixed list of loop-IR kernels with dynamic sizes (src/compiler/DYNAMIC.md),
+// The eager kernel set: a fixed list of loop-IR kernels with dynamic sizes (src/compiler/dynamic/DYNAMIC.md),
 // rendered by the wasm backend's own code generator (the compiler's kernels, not a second
 // implementation) once per process, into one module per family. Every size, stride and
 // offset is a symbol the kernel reads from its sizes buffer at entry, so one function serves
