@@ -3,14 +3,10 @@
 // (ops, autograd, the compiler's fusion and scheduling) is backend-neutral.
 
 import type { DType, TypedArray } from '../core/dtype.js';
-import type { KernelSpec, KernelArgs } from '../ir/kernel-spec.js';
-import type { Lowered } from '../compiler/schedule/lower.js';
+import type { BackendBuffer, KernelSpec, KernelArgs } from '../ir/kernel-spec.js';
+import type { Lowered } from '../ir/lowered.js';
 
-/** An opaque buffer owned by a backend. */
-export interface BackendBuffer {
-  readonly dtype: DType;
-  readonly size: number;
-}
+export type { BackendBuffer };
 
 export interface PreparedKernel {
   readonly spec: KernelSpec;
