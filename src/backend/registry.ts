@@ -1,7 +1,8 @@
 // Which backend runs a compiled program's loop kernels. Kernel backends other than the JS
 // renderer register here ('wasm' from the browser-safe entry, 'native' from 'kilnjs/node'), so
 // 'kilnjs' itself never imports Node-only code. `backend: 'auto'` takes the fastest one that can
-// run here, and says which and why, once per process and in every compile report.
+// run here, and says which and why, once per process and in every compile report. The caller
+// passes the default (eager) backend: a kernel backend runs over its buffers, or refuses.
 
 import type { Backend } from './backend.js';
 import { matmul2d } from './js/matmul.js';
@@ -19,9 +20,12 @@ export interface KernelBackendInfo {
   summary?: string;
 }
 
+/** The kernel backend over the buffers of `eager` (the default backend); throws an ArgumentError when it cannot use them. */
+export type KernelBackendGetter = (eager: Backend) => Backend;
+
 interface Registered extends Required<KernelBackendInfo> {
   readonly name: string;
-  readonly get: () => Backend;
+  readonly get: KernelBackendGetter;
 }
 
 const registry = new Map<string, Registered>();
@@ -34,7 +38,7 @@ export interface BackendChoice {
   readonly reason: string;
 }
 
-export function registerKernelBackend(name: string, get: () => Backend, info: KernelBackendInfo = {}): void {
+export function registerKernelBackend(name: string, get: KernelBackendGetter, info: KernelBackendInfo = {}): void {
   registry.set(name, { name, get, available: info.available ?? (() => null), rank: info.rank ?? 0, summary: info.summary ?? name });
 }
 
@@ -49,14 +53,14 @@ let announced: string | null = null;
  * here over the default backend's buffers (a WebGPU default takes webgpu, a CPU one native or
  * wasm), with the reason.
  */
-export function chooseAuto(requested = 'auto'): BackendChoice {
+export function chooseAuto(eager: Backend, requested = 'auto'): BackendChoice {
   const candidates = [...registry.values()].sort((a, b) => b.rank - a.rank);
   const skipped: string[] = [];
   for (const c of candidates) {
     let why = c.available();
     if (!why) {
       try {
-        c.get();
+        c.get(eager);
       } catch (e) {
         if (!(e instanceof ArgumentError)) throw e;
         why = e.detail;
@@ -86,12 +90,12 @@ function announce(c: BackendChoice): BackendChoice {
  * backend too); an explicitly named backend that cannot run here throws: it is never silently
  * replaced by another.
  */
-export function resolveKernelBackend(requested: string | undefined): { backend: Backend | undefined; choice: BackendChoice } {
+export function resolveKernelBackend(requested: string | undefined, eager: Backend): { backend: Backend | undefined; choice: BackendChoice } {
   const name = requested ?? 'auto';
   if (name === 'js' || name === 'eager') return { backend: undefined, choice: { requested: name, chosen: name, reason: 'requested' } };
   if (name === 'auto') {
-    const choice = chooseAuto(requested === undefined ? 'default' : 'auto');
-    return { backend: choice.chosen === 'js' ? undefined : registry.get(choice.chosen)!.get(), choice };
+    const choice = chooseAuto(eager, requested === undefined ? 'default' : 'auto');
+    return { backend: choice.chosen === 'js' ? undefined : registry.get(choice.chosen)!.get(eager), choice };
   }
   const r = registry.get(name);
   if (!r) {
@@ -100,7 +104,7 @@ export function resolveKernelBackend(requested: string | undefined): { backend: 
       : `use one of: auto, js, eager${registry.size ? `, ${[...registry.keys()].join(', ')}` : ''}`;
     throw new ArgumentError(`backend '${name}' is not registered`, 'kiln.compile', hint);
   }
-  return { backend: r.get(), choice: { requested: name, chosen: name, reason: 'requested' } };
+  return { backend: r.get(eager), choice: { requested: name, chosen: name, reason: 'requested' } };
 }
 
 /**
@@ -109,11 +113,11 @@ export function resolveKernelBackend(requested: string | undefined): { backend: 
  * koffi and its runtime library (~30 ms warm), the JS matmul engine compiles its micro-kernels. A backend that cannot run here (or an unknown
  * name) is left to report itself at the first call, as before.
  */
-export function prewarmKernelBackend(requested: string | undefined): void {
+export function prewarmKernelBackend(requested: string | undefined, eager: Backend): void {
   if (requested === 'eager') return;
   let backend: Backend | undefined;
   try {
-    backend = resolveKernelBackend(requested).backend;
+    backend = resolveKernelBackend(requested, eager).backend;
   } catch {
     return;
   }

@@ -197,7 +197,7 @@ export class CompiledFunction {
     this.argNames = paramNames(module ? module.forward : fn);
     this.isGeneratorFn = isGeneratorFunction(module ? module.forward : fn);
     // the kernel backend loads now (libraries, worker threads), not inside the first call
-    if (opts.fuse !== false) prewarmKernelBackend(opts.backend);
+    if (opts.fuse !== false) prewarmKernelBackend(opts.backend, runtime.backend);
     // named captures are the function's weights: placed for its kernels now, not in the first call
     placeCaptures(opts);
   }
@@ -216,7 +216,7 @@ export class CompiledFunction {
     for (const n of notes) log('recompiles', `${this.name}: ${n}`);
     if (dims.length === 0) return null;
     const t0 = performance.now();
-    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead', aot: isGradEnabled() });
+    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend, runtime.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead', aot: isGradEnabled() });
     if ('failed' in r) {
       log('recompiles', `${this.name}: ${dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(', ')} stay static: ${r.failed}`);
       counters.dynamicFailures.push({ fn: this.name, reason: r.failed });
@@ -759,12 +759,10 @@ function formatDecisions(ds: readonly FusionDecision[]): string {
   return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
 }
 
-export { registerKernelBackend } from '../backend/registry.js';
-
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
   // an explicitly requested kernel backend that cannot run throws here (no silent fallback)
-  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend) : { backend: undefined, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
+  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend, runtime.backend) : { backend: undefined, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
   report.backend = choice;
   if (opts.fuse !== false) {
     try {

@@ -251,7 +251,7 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   const failures: string[] = [];
   for (const p of chosen ? [chosen] : a.programs) {
     try {
-      kb = resolveKernelBackend(p.backend).backend;
+      kb = resolveKernelBackend(p.backend, runtime.backend).backend;
       chosen = p;
       break;
     } catch (e) {

@@ -35,7 +35,7 @@ export function placeCaptures(opts: CompileOptions): void {
   if (!opts.captures || opts.fuse === false || opts.backend === 'eager') return;
   let kb: Backend | undefined;
   try {
-    kb = resolveKernelBackend(opts.backend).backend;
+    kb = resolveKernelBackend(opts.backend, runtime.backend).backend;
   } catch {
     return;
   }
