@@ -62,6 +62,12 @@ export interface Backend {
   /** What generated code depends on besides the kernels (compiler, flags, CPU): part of cache keys. */
   codeFingerprint?(): string;
   /**
+   * Moves weights' buffers into the memory this backend's kernels read (optional; wasm: its heap,
+   * JS: shared memory for its worker threads), so that kiln.compile places them, not the first
+   * launch over them. Only bytes move: tensors over these buffers keep working.
+   */
+  placeWeights?(bufs: readonly BackendBuffer[]): void;
+  /**
    * Dynamic shapes (issue 7): true when `prepare` takes loop kernels with sizes that are runtime
    * values (`kernel.sizes`, `*Sym` fields; see src/compiler/DYNAMIC.md) and renders each once,
    * reading the sizes from the sizes buffer at launch. Absent or false: the compiler specializes

@@ -110,6 +110,12 @@ export class JsBackend implements Backend {
     return spec.kind === 'loop' ? loopSource(spec.kernel, spec.nBuffers) : JSON.stringify(spec);
   }
 
+  /** Into shared memory, when there are worker threads to read it. */
+  placeWeights(bufs: readonly BackendBuffer[]): void {
+    if (getThreadPool() === null) return;
+    for (const b of bufs) if (typeof (b as JsBuffer).share === 'function') (b as JsBuffer).share();
+  }
+
   /** The JS source of each loop kernel (the persistent compile cache stores it). */
   exportCode(specs: readonly KernelSpec[]): (string | null)[] {
     return specs.map((s) => (s.kind === 'loop' ? loopSource(s.kernel, s.nBuffers) : null));

@@ -6,23 +6,18 @@
 // kernels keep working on the moved memory. Browser-safe.
 
 import type { Backend } from '../../backend/backend.js';
-import { JsBackend, type JsBuffer } from '../../backend/js/index.js';
-import { getThreadPool } from '../../backend/js/threads.js';
-import { WasmBackend } from '../../backend/wasm/index.js';
 import { runtime } from '../../ops/dispatch.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { resolveKernelBackend } from '../../backend/registry.js';
 import type { CompileOptions } from '../compile.js';
 
-/** Moves weights into the memory the kernel backend `kb` (undefined: JS) reads. */
+/** Moves weights into the memory the kernel backend `kb` (undefined: the default backend's own kernels) reads. */
 export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>): void {
-  const js = !kb && runtime.backend instanceof JsBackend && getThreadPool() !== null;
-  for (const t of weights) {
-    if (t.isDisposed || t.trace) continue;
-    const buf = t.storage.buf as JsBuffer;
-    if (kb instanceof WasmBackend) kb.heap.adopt(buf);
-    else if (js && typeof buf.share === 'function') buf.share();
-  }
+  const target = kb ?? runtime.backend;
+  if (!target.placeWeights) return;
+  const bufs = [];
+  for (const t of weights) if (!t.isDisposed && !t.trace) bufs.push(t.storage.buf);
+  target.placeWeights(bufs);
 }
 
 /**
@@ -39,6 +34,5 @@ export function placeCaptures(opts: CompileOptions): void {
   } catch {
     return;
   }
-  if (kb && !(kb instanceof WasmBackend)) return;
   placeWeights(kb, Object.values(opts.captures).filter((t): t is Tensor => t instanceof Tensor));
 }
