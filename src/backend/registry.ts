@@ -18,14 +18,37 @@ export interface KernelBackendInfo {
   rank?: number;
   /** one line on why it is fast, for the 'auto' reason */
   summary?: string;
+  /** where its generated code lives in files (native: shared libraries); absent: none */
+  codeFiles?: CodeFiles;
+}
+
+/**
+ * Generated code that a kernel backend keeps in files of the cache folder (native: its shared
+ * libraries), which artifacts and cache bundles carry: they ship a file only when `distrust`
+ * says nothing against it, and install one only with `seal`.
+ */
+export interface CodeFiles {
+  /** its folder under the cache folder (a bundle's file table names it) */
+  readonly folder: string;
+  /** that folder's path here (KILN_CACHE_DIR applied) */
+  dir(): string;
+  /** the names it gives its files (no folders) */
+  readonly name: RegExp;
+  /** null when the file at `path` may be loaded (sealed by this user, in a folder only this user can write), else why not */
+  distrust(path: string): string | null;
+  /** seals `bytes`, installed at `path`, for this user (as if built here) */
+  seal(path: string, bytes: Uint8Array): void;
+  /** what the files were built with, in one line (compiler, flags, CPU features): files from another toolchain are not used; null: no toolchain here */
+  toolchain(): string | null;
 }
 
 /** The kernel backend over the buffers of `eager` (the default backend); throws an ArgumentError when it cannot use them. */
 export type KernelBackendGetter = (eager: Backend) => Backend;
 
-interface Registered extends Required<KernelBackendInfo> {
+interface Registered extends Required<Omit<KernelBackendInfo, 'codeFiles'>> {
   readonly name: string;
   readonly get: KernelBackendGetter;
+  readonly codeFiles?: CodeFiles;
 }
 
 const registry = new Map<string, Registered>();
@@ -39,11 +62,16 @@ export interface BackendChoice {
 }
 
 export function registerKernelBackend(name: string, get: KernelBackendGetter, info: KernelBackendInfo = {}): void {
-  registry.set(name, { name, get, available: info.available ?? (() => null), rank: info.rank ?? 0, summary: info.summary ?? name });
+  registry.set(name, { name, get, available: info.available ?? (() => null), rank: info.rank ?? 0, summary: info.summary ?? name, codeFiles: info.codeFiles });
 }
 
 export function registeredKernelBackends(): string[] {
   return [...registry.keys()];
+}
+
+/** The code files of a registered kernel backend (undefined: it keeps none, or is not registered). */
+export function kernelBackendCodeFiles(name: string): CodeFiles | undefined {
+  return registry.get(name)?.codeFiles;
 }
 
 let announced: string | null = null;

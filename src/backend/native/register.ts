@@ -5,6 +5,7 @@ import { log } from '../../core/logs.js';
 import { ArgumentError } from '../../core/errors.js';
 import { JsBackend } from '../js/index.js';
 import { NativeBackend, nativeBackend, nativeUnavailableReason } from './index.js';
+import { nativeCodeFiles } from './code-files.js';
 
 registerKernelBackend('native', (eager) => {
   if (eager instanceof NativeBackend) return eager;
@@ -17,5 +18,6 @@ registerKernelBackend('native', (eager) => {
 }, {
   available: nativeUnavailableReason,
   rank: 30,
+  codeFiles: nativeCodeFiles,
   summary: 'native: C from the loop IR, compiled at run time with vectorized math and OpenMP threads (fastest steady state on CPU; first compile of a program costs ~0.1-1 s, cached on disk)',
 });
