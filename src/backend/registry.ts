@@ -1,12 +1,11 @@
-// Which backend runs a compiled program's loop kernels. Kernel backends other than the JS
-// renderer register here ('wasm' from the browser-safe entry, 'native' from 'kilnjs/node'), so
-// 'kilnjs' itself never imports Node-only code. `backend: 'auto'` takes the fastest one that can
-// run here, and says which and why, once per process and in every compile report. The caller
+// Which backend runs a compiled program's loop kernels. Kernel backends register here: 'js' (the
+// default backend's own kernels: the JS renderer on the JS backend) below, 'wasm' and 'webgpu'
+// from the browser-safe entry, 'native' from 'kilnjs/node', so 'kilnjs' itself never imports
+// Node-only code. `backend: 'auto'` takes the fastest one that can run here, the JS renderer when
+// no other can, and says which and why, once per process and in every compile report. The caller
 // passes the default (eager) backend: a kernel backend runs over its buffers, or refuses.
 
 import type { Backend } from './backend.js';
-import { matmul2d } from './js/matmul.js';
-import { getThreadPool } from './js/threads.js';
 import { ArgumentError } from '../core/errors.js';
 import { log } from '../core/logs.js';
 import { counters } from '../core/stats.js';
@@ -14,7 +13,7 @@ import { counters } from '../core/stats.js';
 export interface KernelBackendInfo {
   /** null when it can run here, else why not (e.g. "no C compiler on PATH") */
   available?: () => string | null;
-  /** steady-state speed order for 'auto' (higher first): native 30, wasm 20; the JS renderer is 10 */
+  /** steady-state speed order for 'auto' (higher first): webgpu 40, native 30, wasm 20; the JS renderer is the last resort */
   rank?: number;
   /** one line on why it is fast, for the 'auto' reason */
   summary?: string;
@@ -61,6 +60,9 @@ export interface BackendChoice {
   readonly reason: string;
 }
 
+/** The JS renderer: the default backend prepares the loop kernels itself. */
+const JS = 'js';
+
 export function registerKernelBackend(name: string, get: KernelBackendGetter, info: KernelBackendInfo = {}): void {
   registry.set(name, { name, get, available: info.available ?? (() => null), rank: info.rank ?? 0, summary: info.summary ?? name, codeFiles: info.codeFiles });
 }
@@ -82,7 +84,7 @@ let announced: string | null = null;
  * wasm), with the reason.
  */
 export function chooseAuto(eager: Backend, requested = 'auto'): BackendChoice {
-  const candidates = [...registry.values()].sort((a, b) => b.rank - a.rank);
+  const candidates = [...registry.values()].filter((c) => c.name !== JS).sort((a, b) => b.rank - a.rank);
   const skipped: string[] = [];
   for (const c of candidates) {
     let why = c.available();
@@ -101,7 +103,7 @@ export function chooseAuto(eager: Backend, requested = 'auto'): BackendChoice {
     return announce({ requested, chosen: c.name, reason: `${c.summary}${skipped.length ? `; ${skipped.join('; ')}` : ''}` });
   }
   const none = skipped.length ? skipped.join('; ') : 'no other kernel backend is registered (import kiln/node for native)';
-  return announce({ requested, chosen: 'js', reason: `JS renderer: ${none}` });
+  return announce({ requested, chosen: JS, reason: `JS renderer: ${none}` });
 }
 
 function announce(c: BackendChoice): BackendChoice {
@@ -113,23 +115,24 @@ function announce(c: BackendChoice): BackendChoice {
 }
 
 /**
- * The kernel backend for compile options (undefined: the JS renderer of the default backend),
- * and the recorded choice. No backend named means 'auto' (torch.compile's default is its best
- * backend too); an explicitly named backend that cannot run here throws: it is never silently
- * replaced by another.
+ * The kernel backend for compile options, and the recorded choice. No backend named means 'auto'
+ * (torch.compile's default is its best backend too); an explicitly named backend that cannot run
+ * here throws: it is never silently replaced by another. 'eager' (capture and replay, no
+ * programs) names no kernel backend: the default backend stands in.
  */
-export function resolveKernelBackend(requested: string | undefined, eager: Backend): { backend: Backend | undefined; choice: BackendChoice } {
+export function resolveKernelBackend(requested: string | undefined, eager: Backend): { backend: Backend; choice: BackendChoice } {
   const name = requested ?? 'auto';
-  if (name === 'js' || name === 'eager') return { backend: undefined, choice: { requested: name, chosen: name, reason: 'requested' } };
+  if (name === 'eager') return { backend: eager, choice: { requested: name, chosen: name, reason: 'requested' } };
   if (name === 'auto') {
     const choice = chooseAuto(eager, requested === undefined ? 'default' : 'auto');
-    return { backend: choice.chosen === 'js' ? undefined : registry.get(choice.chosen)!.get(eager), choice };
+    return { backend: registry.get(choice.chosen)!.get(eager), choice };
   }
   const r = registry.get(name);
   if (!r) {
+    const others = [...registry.keys()].filter((k) => k !== JS);
     const hint = name === 'native'
       ? "the native backend is Node-only: import 'kilnjs/node' to register it"
-      : `use one of: auto, js, eager${registry.size ? `, ${[...registry.keys()].join(', ')}` : ''}`;
+      : `use one of: auto, js, eager${others.length ? `, ${others.join(', ')}` : ''}`;
     throw new ArgumentError(`backend '${name}' is not registered`, 'kiln.compile', hint);
   }
   return { backend: r.get(eager), choice: { requested: name, chosen: name, reason: 'requested' } };
@@ -143,15 +146,13 @@ export function resolveKernelBackend(requested: string | undefined, eager: Backe
  */
 export function prewarmKernelBackend(requested: string | undefined, eager: Backend): void {
   if (requested === 'eager') return;
-  let backend: Backend | undefined;
+  let backend: Backend;
   try {
     backend = resolveKernelBackend(requested, eager).backend;
   } catch {
     return;
   }
-  if (backend) backend.prewarm?.();
-  else {
-    getThreadPool();
-    matmul2d.prepare();
-  }
+  backend.prewarm?.();
 }
+
+registerKernelBackend(JS, (eager) => eager, { summary: 'JS renderer' });

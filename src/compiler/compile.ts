@@ -762,7 +762,8 @@ function formatDecisions(ds: readonly FusionDecision[]): string {
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
   // an explicitly requested kernel backend that cannot run throws here (no silent fallback)
-  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend, runtime.backend) : { backend: undefined, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
+  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend, runtime.backend) : { backend: runtime.backend, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
+  const jsRenderer = choice.chosen === 'js';
   report.backend = choice;
   if (opts.fuse !== false) {
     try {
@@ -773,7 +774,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const lowered = hit?.lowered ?? lower(graph);
       if (!hit) {
         dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
-        if ((kernelBackend ?? runtime.backend).attentionKernels) fuseAttention(lowered);
+        if (kernelBackend.attentionKernels) fuseAttention(lowered);
         groupHorizontally(lowered);
       }
       // a cache hit's time is reading and decoding the stored program, not lowering
@@ -788,7 +789,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
       // getters: the texts are made only when KILN_DEBUG_DIR is set (p.source() renders every
       // kernel again, e.g. all the C of a native program loaded from the compile cache)
-      const codeFile = kernelBackend ? `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}` : 'output_code.js';
+      const codeFile = jsRenderer ? 'output_code.js' : `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}`;
       debugDump(report.name, graph.name, {
         get 'loop_ir.txt'() { return p.print(); },
         get 'fusion.txt'() { return formatDecisions(lowered.decisions); },
@@ -799,7 +800,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       // a bug in lowering or code generation surfaces, and so does a kernel backend's own
       // failure (e.g. the C compiler rejected the code); only a typed refusal of the JS
       // renderer falls back, counted and warned about (an error under fullgraph)
-      if (!(e instanceof KilnError) || kernelBackend) throw e;
+      if (!(e instanceof KilnError) || !jsRenderer) throw e;
       if (opts.fullgraph) throw new GraphBreakError(`${graph.name} could not be fused: ${e.message}`, 'fullgraph forbids running recorded eager kernels instead; compile without fullgraph to fall back, or report the graph (KILN_LOGS=graph)');
       counters.fusionFallbacks++;
       log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${e.message}`);

@@ -113,6 +113,12 @@ export class JsBackend implements Backend {
     return spec.kind === 'loop' ? loopSource(spec.kernel, spec.nBuffers) : JSON.stringify(spec);
   }
 
+  /** kiln.compile: the worker threads start booting and the matmul engine compiles its micro-kernels now, not inside the first call. */
+  prewarm(): void {
+    getThreadPool();
+    matmul2d.prepare();
+  }
+
   /** Into shared memory, when there are worker threads to read it. */
   placeWeights(bufs: readonly BackendBuffer[]): void {
     if (getThreadPool() === null) return;

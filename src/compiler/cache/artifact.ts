@@ -248,11 +248,11 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   // the backend: asked for, or the first stored one that can run here
   let chosen = opts.backend ? a.programs.find((p) => p.backend === opts.backend) : undefined;
   if (opts.backend && !chosen) throw new ArtifactError(`artifact has no program for backend '${opts.backend}' (it has ${a.programs.map((p) => p.backend).join(', ')})`, 'kiln.load', `export with { backends: ['${opts.backend}'] }`);
-  let kb: ReturnType<typeof resolveKernelBackend>['backend'];
+  let resolved: ReturnType<typeof resolveKernelBackend>['backend'] | undefined;
   const failures: string[] = [];
   for (const p of chosen ? [chosen] : a.programs) {
     try {
-      kb = resolveKernelBackend(p.backend, runtime.backend).backend;
+      resolved = resolveKernelBackend(p.backend, runtime.backend).backend;
       chosen = p;
       break;
     } catch (e) {
@@ -261,8 +261,8 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
       if (opts.backend) throw new ArtifactError(`backend ${p.backend} cannot run here (${e.detail}); artifact built by ${describeEnvironment(env)}, this is ${describeEnvironment(here)}`, 'kiln.load');
     }
   }
-  if (!chosen || failures.length === a.programs.length) throw new ArtifactError(`no stored backend can run here (${failures.join('; ')})`, 'kiln.load');
-  const prog = chosen;
+  if (!chosen || !resolved || failures.length === a.programs.length) throw new ArtifactError(`no stored backend can run here (${failures.join('; ')})`, 'kiln.load');
+  const prog = chosen, kb = resolved;
   // native: the stored libraries go into this machine's native cache when the toolchain matches
   let codegen = false;
   const files = kernelBackendCodeFiles(prog.backend);
@@ -310,8 +310,7 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
     }),
     lowered: decodeLowered(prog.lowered, blobs, `${a.name} (artifact)`),
   }));
-  const target = kb ?? runtime.backend;
-  if (prog.code != null) target.importCode?.(loopSpecs(lowered), prog.code);
+  if (prog.code != null) kb.importCode?.(loopSpecs(lowered), prog.code);
   const program = a.autogradOutputs ? null : new FusedProgram(lowered, runtime.backend, { kernelBackend: kb });
   // load() is the program's build: its own weights go where the kernels read them now
   // (placement.ts); the caller's tensors (load with `params`) are left where they are

@@ -11,13 +11,12 @@ import { Tensor } from '../../tensor/tensor.js';
 import { resolveKernelBackend } from '../../backend/registry.js';
 import type { CompileOptions } from '../compile.js';
 
-/** Moves weights into the memory the kernel backend `kb` (undefined: the default backend's own kernels) reads. */
-export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>): void {
-  const target = kb ?? runtime.backend;
-  if (!target.placeWeights) return;
+/** Moves weights into the memory the kernel backend `kb` reads. */
+export function placeWeights(kb: Backend, weights: Iterable<Tensor>): void {
+  if (!kb.placeWeights) return;
   const bufs = [];
   for (const t of weights) if (!t.isDisposed && !t.trace) bufs.push(t.storage.buf);
-  target.placeWeights(bufs);
+  kb.placeWeights(bufs);
 }
 
 /**
@@ -28,7 +27,7 @@ export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>)
  */
 export function placeCaptures(opts: CompileOptions): void {
   if (!opts.captures || opts.fuse === false || opts.backend === 'eager') return;
-  let kb: Backend | undefined;
+  let kb: Backend;
   try {
     kb = resolveKernelBackend(opts.backend, runtime.backend).backend;
   } catch {
