@@ -69,7 +69,7 @@ export interface Backend {
   placeWeights?(bufs: readonly BackendBuffer[]): void;
   /**
    * Dynamic shapes (issue 7): true when `prepare` takes loop kernels with sizes that are runtime
-   * values (`kernel.sizes`, `*Sym` fields; see src/compiler/DYNAMIC.md) and renders each once,
+   * values (`kernel.sizes`, `*Sym` fields; see src/compiler/dynamic/DYNAMIC.md) and renders each once,
    * reading the sizes from the sizes buffer at launch. Absent or false: the compiler specializes
    * a dynamic program per concrete size for this backend (one compile per size).
    */
