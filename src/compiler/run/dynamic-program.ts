@@ -254,7 +254,8 @@ export class DynamicProgram {
   print(): string {
     const names = this.symbols.map((s) => `${s.name} = ${s.label}`).join(', ');
     const kb = this.kernelBackend;
-    const how = kb === this.backend ? '' : this.prepared ? `; symbolic kernels on ${kb.name}` : `; specialized per size for ${kb.name}`;
+    // (the JS renderer goes unsaid)
+    const how = kb.name === 'js' ? '' : this.prepared ? `; symbolic kernels on ${kb.name}` : `; specialized per size for ${kb.name}`;
     const lines = [`dynamic fused program (${names}): ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps${how}`];
     for (const s of this.lowered.steps) {
       if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
