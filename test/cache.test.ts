@@ -15,6 +15,7 @@ import { buildModel, input } from './fixtures/cache-child.js';
 import { wasmUnavailableReason } from '../src/backend/wasm/index.js';
 import { entries, runChild, runChildAsync, runCli } from './helpers/cache-children.js';
 import { resolveKernelBackend } from '../src/backend/registry.js';
+import { runtime } from '../src/ops/dispatch.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'kiln-cache-test-'));
 process.env.KILN_CACHE_DIR = join(ROOT, 'parent');
@@ -121,7 +122,7 @@ test('compile(fn, { captures }) places the captures in the wasm heap when compil
   const captures = model.stateDict() as Record<string, kiln.Tensor>;
   const c = kiln.compile(f, { backend: 'wasm', captures, cache: false, dynamic: false });
   // in the heap by compile(), before any call (eager tensors live there already): the first call copies no weight
-  const heap = (resolveKernelBackend('wasm').backend as unknown as { heap: { owns(b: unknown): boolean } }).heap;
+  const heap = (resolveKernelBackend('wasm', runtime.backend).backend as unknown as { heap: { owns(b: unknown): boolean } }).heap;
   for (const [k, t] of Object.entries(captures)) assert.ok(heap.owns((t as unknown as { storage: { buf: unknown } }).storage.buf), `${k} is in the wasm heap`);
   const before = kiln.wasmStats().heap.adopted;
   const got = Array.from(kiln.noGrad(() => c(x)).dataSync());

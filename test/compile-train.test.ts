@@ -130,7 +130,8 @@ test('a compiled step frees the grads its zeroGrad replaces before it runs: the 
   const why = wasmUnavailableReason();
   if (why) return t.skip(why);
   const { resolveKernelBackend } = await import('../src/backend/registry.js');
-  const heap = (resolveKernelBackend('wasm').backend as unknown as { heap: { stats(): { peakBytes: number; bytesInUse: number } } }).heap;
+  const { runtime } = await import('../src/ops/dispatch.js');
+  const heap = (resolveKernelBackend('wasm', runtime.backend).backend as unknown as { heap: { stats(): { peakBytes: number; bytesInUse: number } } }).heap;
   kiln.compiler.reset();
   kiln.manualSeed(2);
   const m = new kiln.nn.Sequential(new kiln.nn.Linear(256, 512), new kiln.nn.ReLU(), new kiln.nn.Linear(512, 4));

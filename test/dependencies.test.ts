@@ -52,6 +52,10 @@ test('ir/ imports only core/', () => {
   assert.deepEqual(importsOutOf('ir', (to) => to === 'core'), []);
 });
 
+test('trust/ imports only core/', () => {
+  assert.deepEqual(importsOutOf('trust', (to) => to === 'core'), []);
+});
+
 test('backend/ never imports compiler/', () => {
   assert.deepEqual(importsOutOf('backend', (to) => to !== 'compiler'), []);
 });

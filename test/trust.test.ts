@@ -24,7 +24,7 @@ import { renderKernelC } from '../src/backend/native/render-c.js';
 import { renderModule } from '../src/backend/wasm/render.js';
 import { renderWgsl } from '../src/backend/webgpu/render-wgsl.js';
 import type { LoopKernel } from '../src/ir/loop-ir.js';
-import type { Lowered } from '../src/compiler/schedule/lower.js';
+import type { Lowered } from '../src/compiler/schedule/lowered.js';
 import { validateLowered } from '../src/compiler/cache/validate.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
 import { compiledFunctionOf } from '../src/compiler/compiled-info.js';

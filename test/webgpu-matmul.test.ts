@@ -15,7 +15,7 @@ import * as kiln from 'kilnjs';
 import { webGpuForTests } from './helpers/webgpu-backend.js';
 import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig } from '../src/backend/webgpu/render-matmul.js';
 import type { MatmulKernel } from '../src/ir/loop-ir.js';
-import type { Lowered } from '../src/compiler/schedule/lower.js';
+import type { Lowered } from '../src/ir/lowered.js';
 import type { WgslKernel } from '../src/backend/webgpu/wgsl-common.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
 

@@ -50,7 +50,7 @@ export { JsBackend } from '../backend/js/index.js';
 export { WebGpuBackend, type WebGpuStats } from '../backend/webgpu/index.js';
 export { requestWebGpuBackend, type WebGpuOptions } from '../backend/webgpu/device.js';
 export { WebGpuUnavailableError, WebGpuSyncReadError, WebGpuDeviceLostError, WebGpuOutOfMemoryError, WebGpuShaderError, WebGpuValidationError, WebGpuUnsupportedError } from '../backend/webgpu/errors.js';
-export { toBackend, toBackendAsync } from '../backend/webgpu/transfer.js';
+export { toBackend, toBackendAsync } from '../tensor/transfer.js';
 export type { AutotuneOptions, AutotuneReport } from '../backend/webgpu/autotune.js';
 export type { GpuProfile, ProfiledDispatch } from '../backend/webgpu/profile.js';
 export { MATMUL_CONFIGS, parseConfig as parseMatmulConfig, type MatmulConfig } from '../backend/webgpu/render-matmul.js';

@@ -3,14 +3,10 @@
 // (ops, autograd, the compiler's fusion and scheduling) is backend-neutral.
 
 import type { DType, TypedArray } from '../core/dtype.js';
-import type { KernelSpec, KernelArgs } from '../ir/kernel-spec.js';
-import type { Lowered } from '../compiler/schedule/lower.js';
+import type { BackendBuffer, KernelSpec, KernelArgs } from '../ir/kernel-spec.js';
+import type { Lowered } from '../ir/lowered.js';
 
-/** An opaque buffer owned by a backend. */
-export interface BackendBuffer {
-  readonly dtype: DType;
-  readonly size: number;
-}
+export type { BackendBuffer };
 
 export interface PreparedKernel {
   readonly spec: KernelSpec;
@@ -65,6 +61,12 @@ export interface Backend {
   importCode?(specs: readonly KernelSpec[], code: unknown): boolean;
   /** What generated code depends on besides the kernels (compiler, flags, CPU): part of cache keys. */
   codeFingerprint?(): string;
+  /**
+   * Moves weights' buffers into the memory this backend's kernels read (optional; wasm: its heap,
+   * JS: shared memory for its worker threads), so that kiln.compile places them, not the first
+   * launch over them. Only bytes move: tensors over these buffers keep working.
+   */
+  placeWeights?(bufs: readonly BackendBuffer[]): void;
   /**
    * Dynamic shapes (issue 7): true when `prepare` takes loop kernels with sizes that are runtime
    * values (`kernel.sizes`, `*Sym` fields; see src/compiler/dynamic/DYNAMIC.md) and renders each once,

@@ -12,7 +12,8 @@ import { Graph, graphKey, printGraph } from './capture/graph.js';
 import { Tracer, type BreakRequest } from './capture/tracer.js';
 import { buildProgram, interpret, type Program } from './run/program.js';
 import { FusedProgram } from './run/fused-program.js';
-import { lower, dropDeadStores, groupHorizontally, type FusionDecision } from './schedule/lower.js';
+import { lower, dropDeadStores, groupHorizontally } from './schedule/lower.js';
+import type { FusionDecision } from '../ir/lowered.js';
 import { fuseAttention } from './schedule/fuse-attention.js';
 import { runPasses, type PassTimings } from './schedule/passes.js';
 import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './capture/guards.js';
@@ -196,7 +197,7 @@ export class CompiledFunction {
     this.argNames = paramNames(module ? module.forward : fn);
     this.isGeneratorFn = isGeneratorFunction(module ? module.forward : fn);
     // the kernel backend loads now (libraries, worker threads), not inside the first call
-    if (opts.fuse !== false) prewarmKernelBackend(opts.backend);
+    if (opts.fuse !== false) prewarmKernelBackend(opts.backend, runtime.backend);
     // named captures are the function's weights: placed for its kernels now, not in the first call
     placeCaptures(opts);
   }
@@ -215,7 +216,7 @@ export class CompiledFunction {
     for (const n of notes) log('recompiles', `${this.name}: ${n}`);
     if (dims.length === 0) return null;
     const t0 = performance.now();
-    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead', aot: isGradEnabled() });
+    const r = planDynamic({ fn: this.fn, args, names: this.argNames, name: this.name, dims, backend: runtime.backend, kernelBackend: resolveKernelBackend(this.opts.backend, runtime.backend).backend, reuseOutputs: this.opts.mode === 'reduce-overhead', aot: isGradEnabled() });
     if ('failed' in r) {
       log('recompiles', `${this.name}: ${dims.map((d) => `arg ${d.path} dim ${d.dim}`).join(', ')} stay static: ${r.failed}`);
       counters.dynamicFailures.push({ fn: this.name, reason: r.failed });
@@ -756,12 +757,11 @@ function formatDecisions(ds: readonly FusionDecision[]): string {
   return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
 }
 
-export { registerKernelBackend } from '../backend/registry.js';
-
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
   // an explicitly requested kernel backend that cannot run throws here (no silent fallback)
-  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend) : { backend: undefined, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
+  const { backend: kernelBackend, choice } = opts.fuse !== false ? resolveKernelBackend(opts.backend, runtime.backend) : { backend: runtime.backend, choice: { requested: opts.backend ?? 'js', chosen: 'js', reason: 'fuse: false (recorded eager kernels)' } };
+  const jsRenderer = choice.chosen === 'js';
   report.backend = choice;
   if (opts.fuse !== false) {
     try {
@@ -772,7 +772,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const lowered = hit?.lowered ?? lower(graph);
       if (!hit) {
         dropDeadStores(lowered, new Set(lowered.outputs.map((o) => o.buf)));
-        if ((kernelBackend ?? runtime.backend).attentionKernels) fuseAttention(lowered);
+        if (kernelBackend.attentionKernels) fuseAttention(lowered);
         groupHorizontally(lowered);
       }
       // a cache hit's time is reading and decoding the stored program, not lowering
@@ -787,7 +787,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
       // getters: the texts are made only when KILN_DEBUG_DIR is set (p.source() renders every
       // kernel again, e.g. all the C of a native program loaded from the compile cache)
-      const codeFile = kernelBackend ? `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}` : 'output_code.js';
+      const codeFile = jsRenderer ? 'output_code.js' : `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}`;
       debugDump(report.name, graph.name, {
         get 'loop_ir.txt'() { return p.print(); },
         get 'fusion.txt'() { return formatDecisions(lowered.decisions); },
@@ -798,7 +798,7 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       // a bug in lowering or code generation surfaces, and so does a kernel backend's own
       // failure (e.g. the C compiler rejected the code); only a typed refusal of the JS
       // renderer falls back, counted and warned about (an error under fullgraph)
-      if (!(e instanceof KilnError) || kernelBackend) throw e;
+      if (!(e instanceof KilnError) || !jsRenderer) throw e;
       if (opts.fullgraph) throw new GraphBreakError(`${graph.name} could not be fused: ${e.message}`, 'fullgraph forbids running recorded eager kernels instead; compile without fullgraph to fall back, or report the graph (KILN_LOGS=graph)');
       counters.fusionFallbacks++;
       log('fusion', `${graph.name}: fusion failed, running recorded eager kernels instead: ${e.message}`);

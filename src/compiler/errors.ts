@@ -12,11 +12,3 @@ export class GraphBreakError extends KilnError {
 export class RecompileError extends KilnError {
   override name = 'RecompileError';
 }
-
-/**
- * A graph, program or loop kernel that does not follow kiln's schema (decoded from a cache
- * entry or an artifact, or handed to a renderer): rejected before anything runs or is rendered.
- */
-export class InvalidProgramError extends KilnError {
-  override name = 'InvalidProgramError';
-}

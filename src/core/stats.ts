@@ -95,10 +95,11 @@ function fresh(): CompilerStats {
   return { compiles: 0, recompiles: [], graphBreaks: [], asyncReads: 0, eagerFallbacks: 0, fallbackReasons: [], cacheHits: 0, cacheMisses: 0, traceChecks: 0, segmentHits: 0, graphsCompiled: 0, compileTimeMs: 0, fusionFallbacks: 0, interpretedReplays: 0, interpretedReasons: [], aotCompiles: 0, autoBackend: null, cache: { hits: 0, traceSkips: 0, misses: 0, writes: 0, bytesRead: 0, bytesWritten: 0, evictions: 0, corrupt: 0, untrusted: 0, invalid: 0, compileMsSaved: 0, verifyMs: 0 }, dynamicCompiles: [], dynamicFailures: [], buckets: [] };
 }
 
-export let counters: CompilerStats = fresh();
+/** The compiler's counters: one object for the process, which resetStats zeroes in place. */
+export const counters: CompilerStats = fresh();
 
 export function resetStats(): void {
-  counters = fresh();
+  Object.assign(counters, fresh());
 }
 
 /** A snapshot of the compiler counters. */

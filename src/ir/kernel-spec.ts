@@ -2,13 +2,18 @@
 // cache key for prepared code); the args say which buffers and sizes it runs on.
 
 import type { DType } from '../core/dtype.js';
-import type { BackendBuffer } from '../backend/backend.js';
 import type { ScalarExpr } from './scalar-expr.js';
 import type { LoopKernel } from './loop-ir.js';
 
-/** A strided window onto a buffer. */
+/** An opaque buffer owned by a backend (src/backend/backend.ts): the args name buffers by it. */
+export interface BackendBuffer {
+  readonly dtype: DType;
+  readonly size: number;
+}
 
 export type RandomDist = 'uniform' | 'normal' | 'integer';
+
+/** A strided window onto a buffer. */
 export interface ViewArg {
   readonly buf: BackendBuffer;
   readonly offset: number;

@@ -11,7 +11,7 @@
 
 import { DTYPES } from '../core/dtype.js';
 import { arity, BINARY_OPS, TERNARY_OPS, UNARY_OPS } from './scalar-expr.js';
-import { InvalidProgramError } from '../compiler/errors.js';
+import { InvalidProgramError } from './errors.js';
 import { ATTENTION_MAX_DEPTH, ATTENTION_MAX_WIDTH, type LoopKernel } from './loop-ir.js';
 
 const SCALAR_OPS = new Set<string>([...UNARY_OPS, ...BINARY_OPS, ...TERNARY_OPS]);

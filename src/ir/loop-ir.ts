@@ -6,12 +6,12 @@ import type { DType } from '../core/dtype.js';
 import type { ReduceOp } from './kernel-spec.js';
 import type { ScalarOp } from './scalar-expr.js';
 import type { Sym } from './symbolic.js';
-import { specializeTree } from '../compiler/dynamic/dynamic-unify.js';
+import { specializeTree } from './sym-tree.js';
 import { symAdd, symConst, symMul, symToString } from './symbolic.js';
 
 // Dynamic shapes (issue 7): a kernel of a dynamic program carries, next to any number that
 // depends on a size, an optional `<field>Sym` (a polynomial in the size symbols s0, s1, ...;
-// see dynamic-unify.ts). The number itself then holds the value at hint sizes, used only for
+// see sym-tree.ts). The number itself then holds the value at hint sizes, used only for
 // keys and `!== 0` tests. Static kernels have none of these fields and look exactly as before.
 // Renderers that read symbols (JS, wasm, native C: `Backend.symbolicKernels`) render the
 // kernel once; the others (WebGPU for now) run `specializeKernel(kernel, sizes)`.

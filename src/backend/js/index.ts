@@ -16,7 +16,8 @@ import { reduceKernel } from './reduce.js';
 import { col2im, im2col } from './window.js';
 import { compileKernel, kernelExtent, kernelWork, renderKernelSource } from './render-loop.js';
 import { chunkGrain, getThreadPool, isShared } from './threads.js';
-import { kernelLoads, kernelStores, type GroupKernel, type LoopKernel } from '../../ir/loop-ir.js';
+import { kernelLoads, kernelStores, type GroupKernel, type KernelSizes, type LoopKernel } from '../../ir/loop-ir.js';
+import { symbolicRunner } from './symbolic-runner.js';
 
 /** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
 const PARALLEL_WORK = 1 << 17;
@@ -65,6 +66,8 @@ export class JsBackend implements Backend {
   readonly outputRecycling = JS_OUTPUT_RECYCLING;
   /** the JS renderer computes attention kernels (render-loop.ts) */
   readonly attentionKernels = true;
+  /** dynamic kernels render once and read their sizes at entry (symbolic-runner.ts) */
+  readonly symbolicKernels = true;
   private readonly prepared = new Map<string, JsKernel>();
 
   alloc(dtype: DType, size: number, hint?: 'shared'): BackendBuffer {
@@ -108,6 +111,18 @@ export class JsBackend implements Backend {
 
   describe(spec: KernelSpec): string {
     return spec.kind === 'loop' ? loopSource(spec.kernel, spec.nBuffers) : JSON.stringify(spec);
+  }
+
+  /** kiln.compile: the worker threads start booting and the matmul engine compiles its micro-kernels now, not inside the first call. */
+  prewarm(): void {
+    getThreadPool();
+    matmul2d.prepare();
+  }
+
+  /** Into shared memory, when there are worker threads to read it. */
+  placeWeights(bufs: readonly BackendBuffer[]): void {
+    if (getThreadPool() === null) return;
+    for (const b of bufs) if (typeof (b as JsBuffer).share === 'function') (b as JsBuffer).share();
   }
 
   /** The JS source of each loop kernel (the persistent compile cache stores it). */
@@ -192,12 +207,13 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
         col2im(data(args.cols), args.cols.offset, data(args.image), args.image.offset, args.geom);
       };
     case 'loop': {
+      if (spec.kernel.sizes) return symbolicRunner(spec.kernel as LoopKernel & { sizes: KernelSizes }, spec.nBuffers, loopSource(spec.kernel, spec.nBuffers));
       if (spec.kernel.kind === 'group') return groupRunner(spec.kernel, spec.nBuffers);
       const { fn, source } = compileKernel(spec.kernel, spec.nBuffers, loopSource(spec.kernel, spec.nBuffers));
       const extent = kernelExtent(spec.kernel);
       const parallel = extent > 1 && kernelWork(spec.kernel) >= PARALLEL_WORK;
       const grain = chunkGrain(spec.kernel, extent, kernelWork(spec.kernel));
-      const used = [...new Set([...kernelStores(spec.kernel).map((st) => st.buf), ...kernelLoads(spec.kernel), ...(spec.kernel.sizes ? [spec.kernel.sizes.buf] : [])])];
+      const used = [...new Set([...kernelStores(spec.kernel).map((st) => st.buf), ...kernelLoads(spec.kernel)])];
       // start the pool and let its workers compile this kernel now, at program build, rather
       // than on the first call's critical path
       if (parallel) getThreadPool()?.prepare([source]);
@@ -228,7 +244,7 @@ function buildRunner(spec: KernelSpec): (args: KernelArgs) => void {
  */
 function groupRunner(k: GroupKernel, nBuffers: number): (a: KernelArgs) => void {
   const whole = compileKernel(k, nBuffers).fn;
-  const parts = k.parts.map((p) => ({ ...compileKernel(p, nBuffers), extent: kernelExtent(p), work: kernelWork(p), grain: chunkGrain(p, kernelExtent(p), kernelWork(p)), writes: [...new Set(p.stores.map((st) => st.buf))], used: [...new Set([...p.stores.map((st) => st.buf), ...kernelLoads(p), ...(k.sizes ? [k.sizes.buf] : [])])] }));
+  const parts = k.parts.map((p) => ({ ...compileKernel(p, nBuffers), extent: kernelExtent(p), work: kernelWork(p), grain: chunkGrain(p, kernelExtent(p), kernelWork(p)), writes: [...new Set(p.stores.map((st) => st.buf))], used: [...new Set([...p.stores.map((st) => st.buf), ...kernelLoads(p)])] }));
   const large = parts.some((p) => p.work >= PARALLEL_WORK && p.extent > 1);
   if (large) getThreadPool()?.prepare(parts.filter((p) => p.work >= PARALLEL_WORK && p.extent > 1).map((p) => p.source));
   const used = [...new Set([...kernelStores(k).map((st) => st.buf), ...kernelLoads(k)])];

@@ -142,6 +142,10 @@ export class WasmBackend extends JsBufferBackend implements Backend {
   }
 
   /** kiln.compile: the workers start booting now (~60 ms each), not inside the first call. */
+  placeWeights(bufs: readonly BackendBuffer[]): void {
+    for (const b of bufs) this.heap.adopt(b as JsBuffer);
+  }
+
   prewarm(): void {
     void this.pool;
   }

@@ -1,19 +1,18 @@
 // Registers the wasm backend with kiln.compile (imported by the browser-safe 'kilnjs' entry).
 
-import { registerKernelBackend } from '../../compiler/compile.js';
+import { registerKernelBackend } from '../registry.js';
 import { log } from '../../core/logs.js';
 import { statsSections } from '../../core/stats.js';
 import { ArgumentError } from '../../core/errors.js';
-import { runtime } from '../../ops/dispatch.js';
 import { JsBackend } from '../js/index.js';
 import { WasmBackend, wasmBackend, wasmStats, wasmUnavailableReason } from './index.js';
 
 let said = false;
 
-registerKernelBackend('wasm', () => {
-  if (runtime.backend instanceof WasmBackend) return runtime.backend;
-  if (!(runtime.backend instanceof JsBackend)) {
-    throw new ArgumentError(`backend 'wasm' runs over JS buffers, but the default backend is '${runtime.backend.name}'`, 'kiln.compile', "compile with the default backend's own kernels, or make the JS backend the default");
+registerKernelBackend('wasm', (eager) => {
+  if (eager instanceof WasmBackend) return eager;
+  if (!(eager instanceof JsBackend)) {
+    throw new ArgumentError(`backend 'wasm' runs over JS buffers, but the default backend is '${eager.name}'`, 'kiln.compile', "compile with the default backend's own kernels, or make the JS backend the default");
   }
   const b = wasmBackend();
   b.log = (msg) => log('perf', `wasm: ${msg}`);

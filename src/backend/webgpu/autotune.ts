@@ -24,7 +24,7 @@
 
 import type { DType } from '../../core/dtype.js';
 import type { MatmulKernel } from '../../ir/loop-ir.js';
-import type { FusionDecision, Lowered } from '../../compiler/schedule/lower.js';
+import type { FusionDecision, Lowered } from '../../ir/lowered.js';
 import { log } from '../../core/logs.js';
 import { isTensor } from '../../tensor/tensor.js';
 import { scope } from '../../tensor/scope.js';

@@ -31,7 +31,7 @@ import { checkEnum } from '../../core/enum-arg.js';
 import { MatmulTuner, type AutotuneOptions, type AutotuneReport, type AutotuneTarget } from './autotune.js';
 import { Profiler, type GpuProfile } from './profile.js';
 import { hasTimestamps } from './timestamps.js';
-import type { Lowered } from '../../compiler/schedule/lower.js';
+import type { Lowered } from '../../ir/lowered.js';
 
 const MAP_READ = 1, COPY_DST = 8;
 const GPU_MAP_READ = 1;

@@ -25,11 +25,10 @@ import { tensor } from '../../ops/creation.js';
 import { contiguousStrides } from '../../core/shape.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { keep } from '../../tensor/scope.js';
-import { cacheDir as nativeCacheDir, LIBRARY_NAME, libraryDistrust, sealLibrary } from '../../backend/native/toolchain.js';
 import { compile } from '../index.js';
 import type { CompileOptions } from '../compile.js';
 import { compiledFunctionOf } from '../compiled-info.js';
-import { resolveKernelBackend } from '../../backend/registry.js';
+import { kernelBackendCodeFiles, resolveKernelBackend } from '../../backend/registry.js';
 import { placeWeights } from './placement.js';
 import { FusedProgram } from '../run/fused-program.js';
 import { interpret } from '../run/program.js';
@@ -182,15 +181,17 @@ export function exportArtifact(target: ((...a: never[]) => unknown) | ModuleLike
     const p = e.program;
     const code = p.kernelBackend.exportCode?.(loopSpecs(p.lowered)) ?? null;
     const libs: { name: string; blob: number }[] = [];
-    if (p.kernelBackend.name === 'native' && code && typeof code === 'object' && Array.isArray((code as { libs?: unknown }).libs)) {
+    // a backend whose code is in files (native) exports their paths: the files are shipped
+    const files = kernelBackendCodeFiles(p.kernelBackend.name);
+    if (files && code && typeof code === 'object' && Array.isArray((code as { libs?: unknown }).libs)) {
       for (const lib of (code as { libs: string[] }).libs) {
         // only libraries that verify here are shipped (a tampered one must not be signed)
-        const why = libraryDistrust(lib);
+        const why = files.distrust(lib);
         if (why) throw new ArtifactError(`native library ${lib} does not verify (${why})`, 'kiln.export', 'export again: kiln rebuilds the library');
         libs.push({ name: basename(lib), blob: blobs.add(readFileSync(lib)) });
       }
     }
-    programs.push({ backend: p.kernelBackend === p.backend ? 'js' : p.kernelBackend.name, lowered: encodeLowered(p.lowered, blobs), code: p.kernelBackend.name === 'native' ? null : code, libs });
+    programs.push({ backend: p.kernelBackend === p.backend ? 'js' : p.kernelBackend.name, lowered: encodeLowered(p.lowered, blobs), code: files ? null : code, libs });
   }
   const env = buildEnvironment(backends.includes('native'));
   const meta: StoredArtifact = { ...stored!, programs };
@@ -249,11 +250,11 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
   // the backend: asked for, or the first stored one that can run here
   let chosen = opts.backend ? a.programs.find((p) => p.backend === opts.backend) : undefined;
   if (opts.backend && !chosen) throw new ArtifactError(`artifact has no program for backend '${opts.backend}' (it has ${a.programs.map((p) => p.backend).join(', ')})`, 'kiln.load', `export with { backends: ['${opts.backend}'] }`);
-  let kb: ReturnType<typeof resolveKernelBackend>['backend'];
+  let resolved: ReturnType<typeof resolveKernelBackend>['backend'] | undefined;
   const failures: string[] = [];
   for (const p of chosen ? [chosen] : a.programs) {
     try {
-      kb = resolveKernelBackend(p.backend).backend;
+      resolved = resolveKernelBackend(p.backend, runtime.backend).backend;
       chosen = p;
       break;
     } catch (e) {
@@ -262,22 +263,23 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
       if (opts.backend) throw new ArtifactError(`backend ${p.backend} cannot run here (${e.detail}); artifact built by ${describeEnvironment(env)}, this is ${describeEnvironment(here)}`, 'kiln.load');
     }
   }
-  if (!chosen || failures.length === a.programs.length) throw new ArtifactError(`no stored backend can run here (${failures.join('; ')})`, 'kiln.load');
-  const prog = chosen;
+  if (!chosen || !resolved || failures.length === a.programs.length) throw new ArtifactError(`no stored backend can run here (${failures.join('; ')})`, 'kiln.load');
+  const prog = chosen, kb = resolved;
   // native: the stored libraries go into this machine's native cache when the toolchain matches
   let codegen = false;
-  if (prog.backend === 'native') {
+  const files = kernelBackendCodeFiles(prog.backend);
+  if (files) {
     if (env.native === here.native) {
       // names were checked (checkArtifactMeta: <40 hex>.so); written only inside the native cache folder, sealed
-      const dir = nativeCacheDir();
+      const dir = files.dir();
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       for (const lib of prog.libs) {
         const dst = join(dir, lib.name);
-        if (existsSync(dst) && !libraryDistrust(dst)) continue;
+        if (existsSync(dst) && !files.distrust(dst)) continue;
         const bytes = blobs[lib.blob]!;
         const tmp = `${dst}.${process.pid}.tmp`;
         writeFileSync(tmp, bytes, { mode: 0o600 });
-        sealLibrary(dst, bytes);
+        files.seal(dst, bytes);
         renameSync(tmp, dst);
       }
     } else {
@@ -310,8 +312,7 @@ export function loadArtifact(path: string, opts: LoadOptions = {}): LoadedArtifa
     }),
     lowered: decodeLowered(prog.lowered, blobs, `${a.name} (artifact)`),
   }));
-  const target = kb ?? runtime.backend;
-  if (prog.code != null) target.importCode?.(loopSpecs(lowered), prog.code);
+  if (prog.code != null) kb.importCode?.(loopSpecs(lowered), prog.code);
   const program = a.autogradOutputs ? null : new FusedProgram(lowered, runtime.backend, { kernelBackend: kb });
   // load() is the program's build: its own weights go where the kernels read them now
   // (placement.ts); the caller's tensors (load with `params`) are left where they are
@@ -395,8 +396,9 @@ function checkArtifactMeta(meta: unknown, blobs: readonly Uint8Array[], path: st
   if (!Array.isArray(a.programs) || a.programs.length === 0) bad('no programs');
   for (const p of a.programs) {
     if (!p || typeof p.backend !== 'string' || !/^[a-z0-9-]{1,32}$/.test(p.backend) || !p.lowered || !Array.isArray(p.libs)) bad('a program without backend, lowered program or libraries');
+    const names = kernelBackendCodeFiles(p.backend)?.name;
     for (const lib of p.libs) {
-      if (!lib || typeof lib.name !== 'string' || !LIBRARY_NAME.test(lib.name)) bad(`native library name ${JSON.stringify(lib?.name)?.slice(0, 80)} (kiln names its libraries <40 hex digits>.so; no folders)`);
+      if (!lib || typeof lib.name !== 'string' || !names?.test(lib.name)) bad(`native library name ${JSON.stringify(lib?.name)?.slice(0, 80)} (kiln names its libraries <40 hex digits>.so; no folders)`);
       if (!isIndex(lib.blob, blobs.length)) bad(`native library ${lib.name} has no bytes`);
     }
   }

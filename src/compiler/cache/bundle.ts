@@ -14,7 +14,7 @@
 
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LIBRARY_NAME, libraryDistrust, sealLibrary } from '../../backend/native/toolchain.js';
+import { kernelBackendCodeFiles, type CodeFiles } from '../../backend/registry.js';
 import { ContainerError, decodeContainer, encodeContainer, readHeader, type ContainerHeader } from './container.js';
 import { cacheRoot } from './disk-store.js';
 import { buildEnvironment, describeEnvironment, kilnVersion, type BuildEnvironment } from './environment.js';
@@ -26,7 +26,13 @@ import { checkShipped, macSealer, macValid, signSealer, type KeyInput, type Trus
 import type { EntryKind } from './store.js';
 
 const ENTRY_NAME = /^(program|warm)-[0-9a-f]{40}\.kc$/;
-const NAMES: Record<string, RegExp> = { compile: ENTRY_NAME, native: LIBRARY_NAME };
+
+/** The folders a bundle holds: compile entries, and the native backend's libraries (its CodeFiles, when it is registered). */
+function folders(): Record<string, RegExp> {
+  const native = nativeFiles();
+  return native ? { compile: ENTRY_NAME, [native.folder]: native.name } : { compile: ENTRY_NAME };
+}
+const nativeFiles = (): CodeFiles | undefined => kernelBackendCodeFiles('native');
 
 interface BundleMeta {
   files: { dir: string; name: string; blob: number }[];
@@ -55,7 +61,8 @@ export function saveCache(file: string, root = cacheRoot(), opts: { sign?: KeyIn
   const meta: BundleMeta = { files: [] };
   const blobs: Uint8Array[] = [];
   const skipped: string[] = [];
-  for (const dir of Object.keys(NAMES)) {
+  const patterns = folders();
+  for (const dir of Object.keys(patterns)) {
     let names: string[] = [];
     try {
       names = readdirSync(join(root, dir)).sort();
@@ -63,10 +70,10 @@ export function saveCache(file: string, root = cacheRoot(), opts: { sign?: KeyIn
       continue;
     }
     for (const name of names) {
-      if (!NAMES[dir]!.test(name)) continue; // temporaries, seals, sources, compilers.json
+      if (!patterns[dir]!.test(name)) continue; // temporaries, seals, sources, compilers.json
       const p = join(root, dir, name);
       const r = readRegularFile(p, { owned: true });
-      const ok = 'bytes' in r && (dir === 'compile' ? verifiedEntry(r.bytes, name) !== null : libraryDistrust(p) === null);
+      const ok = 'bytes' in r && (dir === 'compile' ? verifiedEntry(r.bytes, name) !== null : nativeFiles()!.distrust(p) === null);
       if (!ok || !('bytes' in r)) {
         skipped.push(`${dir}/${name}`);
         continue;
@@ -117,7 +124,7 @@ export function loadCache(file: string, root = cacheRoot(), opts: TrustOptions =
     const dst = join(dir, f.name);
     const bytes = decoded.payload.blobs[f.blob]!;
     const present = readRegularFile(dst, { owned: true });
-    if ('bytes' in present && (f.dir === 'compile' ? verifiedEntry(present.bytes, f.name) !== null : libraryDistrust(dst) === null)) {
+    if ('bytes' in present && (f.dir === 'compile' ? verifiedEntry(present.bytes, f.name) !== null : nativeFiles()!.distrust(dst) === null)) {
       kept++;
       continue;
     }
@@ -133,7 +140,7 @@ export function loadCache(file: string, root = cacheRoot(), opts: TrustOptions =
       }
     }
     writeInto(dir, dst, out);
-    if (f.dir === 'native') sealLibrary(dst, bytes);
+    if (f.dir !== 'compile') nativeFiles()!.seal(dst, bytes);
     added++;
   }
   return { added, kept, env: describeEnvironment(env), vouched };
@@ -143,8 +150,9 @@ export function loadCache(file: string, root = cacheRoot(), opts: TrustOptions =
 function checkFiles(meta: unknown, nBlobs: number, file: string): BundleMeta['files'] {
   const files = (meta as BundleMeta | null)?.files;
   if (!Array.isArray(files)) throw new ArtifactError(`${file} has no file table`, 'kilnjs cache load');
+  const patterns = folders();
   for (const f of files) {
-    const pattern = f && typeof f.dir === 'string' ? NAMES[f.dir] : undefined;
+    const pattern = f && typeof f.dir === 'string' && Object.hasOwn(patterns, f.dir) ? patterns[f.dir] : undefined;
     if (!pattern || typeof f.name !== 'string' || !pattern.test(f.name) || !Number.isSafeInteger(f.blob) || f.blob < 0 || f.blob >= nBlobs) {
       throw new ArtifactError(`${file} names a file kiln does not make: ${JSON.stringify(f?.dir)?.slice(0, 40)}/${JSON.stringify(f?.name)?.slice(0, 80)} (cache files are compile/<kind>-<hex>.kc and native/<hex>.so; no folders, no '..')`, 'kilnjs cache load', 'nothing was written; save the bundle again with kilnjs cache save');
     }

@@ -6,23 +6,17 @@
 // kernels keep working on the moved memory. Browser-safe.
 
 import type { Backend } from '../../backend/backend.js';
-import { JsBackend, type JsBuffer } from '../../backend/js/index.js';
-import { getThreadPool } from '../../backend/js/threads.js';
-import { WasmBackend } from '../../backend/wasm/index.js';
 import { runtime } from '../../ops/dispatch.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { resolveKernelBackend } from '../../backend/registry.js';
 import type { CompileOptions } from '../compile.js';
 
-/** Moves weights into the memory the kernel backend `kb` (undefined: JS) reads. */
-export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>): void {
-  const js = !kb && runtime.backend instanceof JsBackend && getThreadPool() !== null;
-  for (const t of weights) {
-    if (t.isDisposed || t.trace) continue;
-    const buf = t.storage.buf as JsBuffer;
-    if (kb instanceof WasmBackend) kb.heap.adopt(buf);
-    else if (js && typeof buf.share === 'function') buf.share();
-  }
+/** Moves weights into the memory the kernel backend `kb` reads. */
+export function placeWeights(kb: Backend, weights: Iterable<Tensor>): void {
+  if (!kb.placeWeights) return;
+  const bufs = [];
+  for (const t of weights) if (!t.isDisposed && !t.trace) bufs.push(t.storage.buf);
+  kb.placeWeights(bufs);
 }
 
 /**
@@ -33,12 +27,11 @@ export function placeWeights(kb: Backend | undefined, weights: Iterable<Tensor>)
  */
 export function placeCaptures(opts: CompileOptions): void {
   if (!opts.captures || opts.fuse === false || opts.backend === 'eager') return;
-  let kb: Backend | undefined;
+  let kb: Backend;
   try {
-    kb = resolveKernelBackend(opts.backend).backend;
+    kb = resolveKernelBackend(opts.backend, runtime.backend).backend;
   } catch {
     return;
   }
-  if (kb && !(kb instanceof WasmBackend)) return;
   placeWeights(kb, Object.values(opts.captures).filter((t): t is Tensor => t instanceof Tensor));
 }

@@ -7,13 +7,12 @@
 
 import type { Backend } from '../../backend/backend.js';
 import type { KernelSpec } from '../../ir/kernel-spec.js';
-import { runtime } from '../../ops/dispatch.js';
 import { graphKey, type Graph } from '../capture/graph.js';
-import type { Lowered } from '../schedule/lower.js';
+import type { Lowered } from '../schedule/lowered.js';
 import type { FusedProgram } from '../run/fused-program.js';
 import { log } from '../../core/logs.js';
 import { counters } from '../../core/stats.js';
-import { InvalidProgramError } from '../errors.js';
+import { InvalidProgramError } from '../../ir/errors.js';
 import { Blobs, decodeLowered, encodeLowered, NotStorable, type StoredLowered } from './serialize.js';
 import { cacheStore, type CacheStore } from './store.js';
 import { SCHEMA_VERSION, validateProgramInputs } from './validate.js';
@@ -37,9 +36,8 @@ export function loopSpecs(l: Lowered): KernelSpec[] {
   return l.steps.flatMap((s) => (s.kind === 'kernel' ? [{ kind: 'loop' as const, kernel: s.kernel, nBuffers: l.buffers.length }] : []));
 }
 
-function programKey(store: CacheStore, graph: Graph, opts: ProgramOptions, kb: Backend | undefined): string {
-  const backend = kb?.name ?? 'js';
-  return store.digest([FORMAT, store.fingerprint, `backend=${backend}`, kb?.codeFingerprint?.() ?? '', `mode=${opts.mode ?? 'default'}`, graphKey(graph)]); // graphKey holds constants exactly
+function programKey(store: CacheStore, graph: Graph, opts: ProgramOptions, kb: Backend): string {
+  return store.digest([FORMAT, store.fingerprint, `backend=${kb.name}`, kb.codeFingerprint?.() ?? '', `mode=${opts.mode ?? 'default'}`, graphKey(graph)]); // graphKey holds constants exactly
 }
 
 export interface ProgramHit {
@@ -53,7 +51,7 @@ export interface ProgramHit {
  * store, a miss, or an entry that does not decode or does not follow the schema: logged,
  * counted as corrupt or invalid, then compiled again).
  */
-export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | undefined): ProgramHit | null {
+export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend): ProgramHit | null {
   const store = cacheStore(opts);
   if (!store) return null;
   const t0 = performance.now();
@@ -78,8 +76,7 @@ export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | 
     log('cache', `${graph.name}: program entry ${schema ? 'does not follow the schema' : 'does not decode'} (${(e as Error).message}); recompiling`);
     return null;
   }
-  const target = kb ?? runtime.backend;
-  const imported = stored.code != null && target.importCode ? target.importCode(loopSpecs(lowered), stored.code) : false;
+  const imported = stored.code != null && kb.importCode ? kb.importCode(loopSpecs(lowered), stored.code) : false;
   return {
     lowered,
     done: () => {
@@ -92,15 +89,14 @@ export function cachedProgram(graph: Graph, opts: ProgramOptions, kb: Backend | 
 }
 
 /** Stores a freshly built program (best effort: what cannot be stored is logged and skipped). */
-export function storeProgram(graph: Graph, opts: ProgramOptions, kb: Backend | undefined, p: FusedProgram, compileMs: number): void {
+export function storeProgram(graph: Graph, opts: ProgramOptions, kb: Backend, p: FusedProgram, compileMs: number): void {
   const store = cacheStore(opts);
   if (!store) return;
   try {
     const blobs = new Blobs();
-    const target = kb ?? runtime.backend;
     const meta: StoredProgram = {
-      graph: graph.name, backend: target.name, lowered: encodeLowered(p.lowered, blobs),
-      code: target.exportCode?.(loopSpecs(p.lowered)) ?? null, compileMs,
+      graph: graph.name, backend: kb.name, lowered: encodeLowered(p.lowered, blobs),
+      code: kb.exportCode?.(loopSpecs(p.lowered)) ?? null, compileMs,
     };
     // the stored form is decoded and checked now, on the cold path, so reads need not check it again
     decodeLowered(meta.lowered, blobs.list, `${graph.name} (to be stored)`);

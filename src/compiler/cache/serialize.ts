@@ -11,7 +11,7 @@
 import type { TypedArray } from '../../core/dtype.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { Graph, type GraphNode, type InputSource } from '../capture/graph.js';
-import type { Lowered, Step } from '../schedule/lower.js';
+import type { Lowered, Step } from '../schedule/lowered.js';
 import { isRegisteredPrim, primByName } from '../../ops/registry.js';
 import { counters } from '../../core/stats.js';
 import { validateBindings, validateGraph, validateLowered } from './validate.js';

@@ -26,8 +26,9 @@ import { Tensor } from '../../tensor/tensor.js';
 import type { Graph, GraphNode, TensorMeta } from '../capture/graph.js';
 import { KernelChecker } from '../../ir/loop-ir-check.js';
 import { kernelExprs, kernelStores, someLeaf, type Affine, type AttentionKernel, type LExpr, type LoopKernel, type MatmulOperand, type Stmt, type Store } from '../../ir/loop-ir.js';
-import type { BufferView, Lowered } from '../schedule/lower.js';
-import { InvalidProgramError } from '../errors.js';
+import type { BufferView } from '../../ir/lowered.js';
+import type { Lowered } from '../schedule/lowered.js';
+import { InvalidProgramError } from '../../ir/errors.js';
 
 /**
  * The version of these checks. An entry whose decoded form passed them when it was written

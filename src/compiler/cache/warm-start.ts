@@ -11,7 +11,7 @@
 
 import { isGradEnabled } from '../../autograd/grad-mode.js';
 import { Tensor } from '../../tensor/tensor.js';
-import { InvalidProgramError } from '../errors.js';
+import { InvalidProgramError } from '../../ir/errors.js';
 import type { Graph } from '../capture/graph.js';
 import { argLeaves, buildGuards, type Guard } from '../capture/guards.js';
 import { log } from '../../core/logs.js';

@@ -1,14 +1,13 @@
 // Unification of the same structure built at several probe sizes (graphs, lowered programs,
-// loop kernels) into one template whose varying numbers are symbolic, and the inverse:
-// specialization of a template at concrete sizes.
+// loop kernels) into one template whose varying numbers are symbolic (the inverse,
+// specialization at concrete sizes, is the IR's: src/ir/sym-tree.ts).
 //
-// Convention (kept by the loop IR's optional fields): a plain object's number field `k`
-// that varies gets a sibling `kSym` (a Sym); an array of numbers `k` gets `kSym`, an array of
-// (Sym | null); a typed array that varies as an arithmetic sequence (arange data) gets
-// `kIota` = { start, step, length }. The number left in `k` is the value at the hint sizes
-// (large primes, so that keys built from numbers never collide by accident).
+// The sibling fields (`kSym`, `kIota`) follow the convention of src/ir/sym-tree.ts; the number
+// left in `k` is the value at the hint sizes (large primes, so that keys built from numbers never
+// collide by accident).
 
 import { fitSym, symEval, type Sym } from '../../ir/symbolic.js';
+import { isPlain, SYM_SUFFIX, type Iota } from '../../ir/sym-tree.js';
 
 export class UnifyError extends Error {
   constructor(readonly path: string, readonly why: string) {
@@ -16,18 +15,10 @@ export class UnifyError extends Error {
   }
 }
 
-export interface Iota {
-  readonly start: number;
-  readonly step: number;
-  readonly length: Sym;
-}
-
 interface SymLeaf { readonly __sym: Sym }
 interface IotaLeaf { readonly __iota: Iota; readonly first: ArrayLike<number> }
 const isSymLeaf = (x: unknown): x is SymLeaf => typeof x === 'object' && x !== null && '__sym' in x;
 const isIotaLeaf = (x: unknown): x is IotaLeaf => typeof x === 'object' && x !== null && '__iota' in x;
-
-const isPlain = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x) && !ArrayBuffer.isView(x) && Object.getPrototypeOf(x) === Object.prototype;
 
 /**
  * One tree from `trees` (the same structure at each probe point of `grid`): numbers that
@@ -108,40 +99,12 @@ function attach(x: unknown, hint: readonly number[], path: string): unknown {
   return out;
 }
 
-const SUFFIX = /(Sym|Iota)$/;
-
-/** The template at concrete sizes: sibling fields evaluated and dropped (static structure again). */
-export function specializeTree<T>(x: T, values: readonly number[]): T {
-  return spec(x, values) as T;
-}
-
-function spec(x: unknown, values: readonly number[]): unknown {
-  if (Array.isArray(x)) return x.map((e) => spec(e, values));
-  if (!isPlain(x)) return x;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(x)) {
-    if (SUFFIX.test(k) && k.replace(SUFFIX, '') in x) continue;
-    const s = x[`${k}Sym`];
-    const iota = x[`${k}Iota`] as Iota | undefined;
-    if (iota) {
-      const n = symEval(iota.length, values);
-      const T = (v as { constructor: new (n: number) => { [i: number]: number } }).constructor;
-      const d = new T(n);
-      for (let i = 0; i < n; i++) d[i] = iota.start + i * iota.step;
-      out[k] = d;
-    } else if (s !== undefined && s !== null) {
-      out[k] = Array.isArray(s) ? (v as number[]).map((e, i) => (s[i] ? symEval(s[i] as Sym, values) : e)) : symEval(s as Sym, values);
-    } else out[k] = spec(v, values);
-  }
-  return out;
-}
-
 /** Whether a tree has any symbolic field. */
 function hasSym(x: unknown, depth = 0): boolean {
   if (depth > 40) return false;
   if (Array.isArray(x)) return x.some((e) => hasSym(e, depth + 1));
   if (!isPlain(x)) return false;
-  return Object.entries(x).some(([k, v]) => (SUFFIX.test(k) && v != null) || hasSym(v, depth + 1));
+  return Object.entries(x).some(([k, v]) => (SYM_SUFFIX.test(k) && v != null) || hasSym(v, depth + 1));
 }
 
 /** Deep equality of plain trees (typed arrays by content, other objects by identity). */

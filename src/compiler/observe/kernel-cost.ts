@@ -11,7 +11,7 @@
 import { itemSize, type DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulOperand, Stmt, Store } from '../../ir/loop-ir.js';
 import { bufferDTypes, exprLoads } from '../../ir/loop-ir.js';
-import type { BufferInfo } from '../schedule/lower.js';
+import type { BufferInfo } from '../../ir/lowered.js';
 
 export interface KernelCost {
   readonly bytes: number;

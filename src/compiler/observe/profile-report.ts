@@ -8,7 +8,7 @@ import { itemSize } from '../../core/dtype.js';
 import type { SpanCategory } from '../../core/profiling.js';
 import { kernelCost, type KernelCost } from './kernel-cost.js';
 import type { LoopKernel } from '../../ir/loop-ir.js';
-import type { Lowered, Step } from '../schedule/lower.js';
+import type { Lowered, Step } from '../schedule/lowered.js';
 import type { Floors } from './profile-floors.js';
 
 /** A program as the profiler sees it (FusedProgram, or a dynamic program at one call's sizes). */

@@ -1,21 +1,19 @@
 // A program whose sizes are runtime values (issue 7). The loop kernels are symbolic: each is
-// rendered once and reads the sizes (s0, s1, ...) from an extra float64 buffer at entry, by the
-// JS renderer here or by a kernel backend that says `symbolicKernels` (wasm, native C), through
-// its prepare/launch; buffer sizes, loop extents and output shapes are evaluated per distinct size
-// (cached). Kernel backends without symbolic support get the program specialized per concrete
-// size instead (specializeKernel), cached by size and logged.
+// rendered once and reads the sizes (s0, s1, ...) from an extra float64 buffer at entry, by a
+// backend that says `symbolicKernels` (JS, wasm, native C), through its prepare/launch; buffer
+// sizes and output shapes are evaluated per distinct size (cached). Kernel backends without
+// symbolic support get the program specialized per concrete size instead (specializeKernel),
+// cached by size and logged.
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../../backend/backend.js';
-import type { TypedArray, DType } from '../../core/dtype.js';
+import type { DType } from '../../core/dtype.js';
 import { Storage } from '../../tensor/storage.js';
 import { Tensor } from '../../tensor/tensor.js';
-import { compileKernel, type LoopFn } from '../../backend/js/render-loop.js';
-import { getThreadPool, isShared } from '../../backend/js/threads.js';
-import type { JsBuffer } from '../../backend/js/index.js';
-import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, specializeKernel, type LoopKernel } from '../../ir/loop-ir.js';
-import type { BufferView, Lowered, Step } from '../schedule/lower.js';
+import { kernelStores, printKernel, specializeKernel, type LoopKernel } from '../../ir/loop-ir.js';
+import type { BufferView } from '../../ir/lowered.js';
+import type { Lowered, Step } from '../schedule/lowered.js';
 import { FusedProgram, planMemory, runOpaque, usedBuffers, type MemoryPlan } from './fused-program.js';
-import { specializeTree, type Iota } from '../dynamic/dynamic-unify.js';
+import { specializeTree, type Iota } from '../../ir/sym-tree.js';
 import { symEval, type Sym } from '../../ir/symbolic.js';
 import { log } from '../../core/logs.js';
 import { OutputPool } from './output-pool.js';
@@ -30,20 +28,9 @@ export interface SymbolSource {
   readonly label: string;
 }
 
-const PARALLEL_WORK = 1 << 17; // as the JS backend: below this, messaging threads costs more than it saves
-
-interface Launch {
-  readonly fn: LoopFn;
-  readonly source: string;
-  readonly used: number[];
-  readonly writes: number[];
-}
-
 interface SizeState {
   readonly values: number[];
   readonly bufSizes: number[];
-  /** per step: [extent, work] (groups: per part) */
-  readonly extents: [number, number][][];
   readonly outputs: BufferView[];
   readonly opaque: Map<number, Extract<Step, { kind: 'opaque' }>>;
 }
@@ -52,7 +39,6 @@ export class DynamicProgram {
   private readonly plan: MemoryPlan;
   /** buffers some step touches (the others get no memory) */
   private readonly used: Set<number>;
-  private readonly launches: (Launch & { parts?: Launch[] })[] = [];
   private readonly slotBufs: (BackendBuffer | null)[];
   private readonly consts = new Map<number, BackendBuffer>();
   private readonly iotas = new Map<number, { buf: BackendBuffer | null; cap: number; iota: Iota }>();
@@ -65,10 +51,14 @@ export class DynamicProgram {
   private readonly slotted: { readonly id: number; readonly slot: number }[];
   /** scratch buffers a call gives memory (used by a step, or an output), in buffer order */
   private readonly scratch: { readonly id: number; readonly slot: number; readonly output: boolean; readonly dtype: DType }[];
-  /** a kernel backend with symbolic kernels: each step's prepared kernel (null: opaque) */
+  /** a backend with symbolic kernels: each step's prepared kernel (null: opaque); null: specialized per size */
   private readonly prepared: (PreparedKernel | null)[] | null = null;
+  /** the kernel backend, else the default backend's own kernels */
+  private readonly kernelBackend: Backend;
   /** where scratch, constants, outputs and the sizes live (the kernel backend's heap for wasm) */
   private readonly mem: Backend;
+  /** this call's sizes, written to the sizes buffer */
+  private readonly sizesHost: Float64Array;
   /** outputs: fresh, or recycled where `mem` wants it and under reduce-overhead (output-pool.ts) */
   private readonly outputs: OutputPool;
   /** per-size programs built for a kernel backend without symbolic sizes */
@@ -81,12 +71,13 @@ export class DynamicProgram {
     readonly opts: { kernelBackend?: Backend; name: string; reuseOutputs?: boolean },
   ) {
     const nb = lowered.buffers.length;
-    const kb = opts.kernelBackend;
-    const symbolic = !kb || kb.symbolicKernels === true;
+    const kb = (this.kernelBackend = opts.kernelBackend ?? backend);
+    const symbolic = kb.symbolicKernels === true;
     // a symbolic kernel backend allocates (as FusedProgram does): its kernels read in place
-    this.mem = kb && symbolic ? kb : backend;
+    this.mem = symbolic ? kb : backend;
     this.outputs = new OutputPool(this.mem, backend, opts.reuseOutputs === true);
     this.sizesBuf = this.mem.alloc('float64', Math.max(1, symbols.length), 'shared');
+    this.sizesHost = new Float64Array(Math.max(1, symbols.length));
     this.plan = planMemory(lowered);
     this.used = usedBuffers(lowered);
     this.slotBufs = this.plan.slots.map(() => null);
@@ -120,22 +111,9 @@ export class DynamicProgram {
       k.sizes = sizes;
       if (k.kind === 'group') for (const p of k.parts) p.sizes = sizes;
     }
-    if (kb) {
-      // rendered once by the kernel backend, which reads the sizes at launch
-      this.prepared = lowered.steps.map((s) => (s.kind === 'kernel' ? kb.prepare({ kind: 'loop', kernel: s.kernel, nBuffers: nb + 1 }) : null));
-      kb.flush?.();
-      return;
-    }
-    for (const s of lowered.steps) {
-      if (s.kind !== 'kernel') continue;
-      const k = s.kernel;
-      const launch = (kk: LoopKernel): Launch => {
-        const { fn, source } = compileKernel(kk, nb + 1);
-        const writes = [...new Set(kernelStores(kk).map((x) => x.buf))];
-        return { fn, source, writes, used: [...new Set([...writes, ...kernelLoads(kk), nb])] };
-      };
-      this.launches.push({ ...launch(k), parts: k.kind === 'group' ? k.parts.map(launch) : undefined });
-    }
+    // rendered once by the kernel backend, which reads the sizes at launch
+    this.prepared = lowered.steps.map((s) => (s.kind === 'kernel' ? kb.prepare({ kind: 'loop', kernel: s.kernel, nBuffers: nb + 1 }) : null));
+    kb.flush?.();
   }
 
   get kernels(): LoopKernel[] {
@@ -149,7 +127,7 @@ export class DynamicProgram {
 
   run(inputs: readonly Tensor[]): Tensor[] {
     const values = this.sizesOf(inputs);
-    if (this.opts.kernelBackend && !this.prepared) return this.runSpecialized(values, inputs);
+    if (!this.prepared) return this.runSpecialized(values, inputs);
     const st = this.state(values);
     const l = this.lowered;
     const bufs: BackendBuffer[] = new Array(l.buffers.length + 1);
@@ -180,15 +158,13 @@ export class DynamicProgram {
         storages.set(id, s);
       }
     }
-    const sizesData = (this.sizesBuf as JsBuffer).data as Float64Array;
-    values.forEach((v, i) => (sizesData[i] = v));
+    values.forEach((v, i) => (this.sizesHost[i] = v));
+    this.mem.write(this.sizesBuf, this.sizesHost);
     bufs[l.buffers.length] = this.sizesBuf;
-    let li = 0;
-    const kb = this.opts.kernelBackend, args = { kind: 'loop' as const, buffers: bufs };
+    const kb = this.kernelBackend, prepared = this.prepared, args = { kind: 'loop' as const, buffers: bufs };
     const runStep = (s: Step, si: number): void => {
       if (s.kind !== 'kernel') runOpaque(st.opaque.get(si)!, bufs, this.backend);
-      else if (this.prepared) kb!.launch(this.prepared[si]!, args);
-      else this.launch(this.launches[li++]!, st.extents[si]!, bufs);
+      else kb.launch(prepared[si]!, args);
     };
     const sink = profiling.sink;
     if (!sink) l.steps.forEach(runStep);
@@ -220,30 +196,10 @@ export class DynamicProgram {
     if (!v) {
       const l = this.lowered;
       const steps = l.steps.map((s, si): Step => (s.kind === 'kernel' ? { kind: 'kernel', kernel: specializeKernel(s.kernel, st.values) } : st.opaque.get(si) ?? s));
-      v = { kernelBackend: this.opts.kernelBackend ?? this.backend, lowered: { ...l, steps } };
+      v = { kernelBackend: this.kernelBackend, lowered: { ...l, steps } };
       this.profileViews.set(st, v);
     }
     return v;
-  }
-
-  private launch(k: Launch & { parts?: Launch[] }, ext: [number, number][], all: BackendBuffer[]): void {
-    const large = ext.some(([e, w]) => e > 1 && w >= PARALLEL_WORK);
-    const pool = large ? getThreadPool() : null;
-    if (pool) for (const i of k.used) (all[i] as JsBuffer).share();
-    if (k.parts) for (const p of k.parts) if (pool) for (const i of p.used) (all[i] as JsBuffer).share();
-    const bufs = all.map((b) => (b as JsBuffer | undefined)?.data as TypedArray);
-    if (!k.parts) {
-      const [e] = ext[0]!;
-      if (pool) pool.run(k.source, k.fn, bufs, e);
-      else k.fn(bufs, 0, e);
-      return;
-    }
-    if (!pool) return k.fn(bufs, 0, 1);
-    k.parts.forEach((p, i) => {
-      const [e, w] = ext[i]!;
-      if (w >= PARALLEL_WORK && e > 1 && p.writes.every((b) => isShared(bufs[b]!))) pool.run(p.source, p.fn, bufs, e);
-      else p.fn(bufs, 0, e);
-    });
   }
 
   private iotaBuffer(id: number, c: { buf: BackendBuffer | null; cap: number; iota: Iota }, n: number): BackendBuffer {
@@ -260,27 +216,19 @@ export class DynamicProgram {
     return c.buf;
   }
 
-  /** Sizes, extents, output views and opaque steps at concrete sizes (once per distinct size). */
+  /** Sizes, output views and opaque steps at concrete sizes (once per distinct size). */
   private state(values: number[]): SizeState {
     const key = values.join(',');
     let st = this.states.get(key);
     if (st) return st;
     const l = this.lowered;
     const bufSizes = l.buffers.map((b) => ((b as { sizeSym?: Sym }).sizeSym ? symEval((b as { sizeSym?: Sym }).sizeSym!, values) : b.size));
-    const extents: [number, number][][] = [];
     const opaque = new Map<number, Extract<Step, { kind: 'opaque' }>>();
+    // (the kernel backend evaluates the kernels' extents at launch)
     l.steps.forEach((s, i) => {
-      if (s.kind === 'opaque') {
-        opaque.set(i, specializeTree(s, values));
-        extents.push([]);
-        return;
-      }
-      // (a symbolic kernel backend evaluates its own extents at launch)
-      if (this.prepared) return void extents.push([]);
-      const k = specializeKernel(s.kernel, values);
-      extents.push(k.kind === 'group' ? k.parts.map((p) => [kernelExtent(p), kernelWork(p)]) : [[kernelExtent(k), kernelWork(k)]]);
+      if (s.kind === 'opaque') opaque.set(i, specializeTree(s, values));
     });
-    st = { values, bufSizes, extents, outputs: specializeTree(l.outputs, values), opaque };
+    st = { values, bufSizes, outputs: specializeTree(l.outputs, values), opaque };
     if (this.states.size >= 256) this.states.delete(this.states.keys().next().value!);
     this.states.set(key, st);
     return st;
@@ -293,8 +241,8 @@ export class DynamicProgram {
     if (!p) {
       const spec = specializeTree(this.lowered, values);
       for (const s of spec.steps) if (s.kind === 'kernel') (s as { kernel: LoopKernel }).kernel = specializeKernel(s.kernel, values);
-      log('recompiles', `${this.opts.name}: specializing the dynamic program for ${this.symbols.map((s, i) => `${s.name}=${values[i]}`).join(', ')} on the ${this.opts.kernelBackend!.name} backend (its renderer has no symbolic sizes yet; cached per size)`);
-      log('perf', `${this.opts.name}: ${this.opts.kernelBackend!.name} kernels compiled for sizes ${key}`);
+      log('recompiles', `${this.opts.name}: specializing the dynamic program for ${this.symbols.map((s, i) => `${s.name}=${values[i]}`).join(', ')} on the ${this.kernelBackend.name} backend (its renderer has no symbolic sizes yet; cached per size)`);
+      log('perf', `${this.opts.name}: ${this.kernelBackend.name} kernels compiled for sizes ${key}`);
       p = new FusedProgram(spec, this.backend, { kernelBackend: this.opts.kernelBackend, reuseOutputs: this.opts.reuseOutputs });
       if (this.specialized.size >= 32) this.specialized.delete(this.specialized.keys().next().value!);
       this.specialized.set(key, p);
@@ -305,8 +253,9 @@ export class DynamicProgram {
 
   print(): string {
     const names = this.symbols.map((s) => `${s.name} = ${s.label}`).join(', ');
-    const kb = this.opts.kernelBackend;
-    const how = !kb ? '' : this.prepared ? `; symbolic kernels on ${kb.name}` : `; specialized per size for ${kb.name}`;
+    const kb = this.kernelBackend;
+    // (the JS renderer goes unsaid)
+    const how = kb.name === 'js' ? '' : this.prepared ? `; symbolic kernels on ${kb.name}` : `; specialized per size for ${kb.name}`;
     const lines = [`dynamic fused program (${names}): ${this.kernels.length} kernels, ${this.lowered.steps.length - this.kernels.length} opaque steps${how}`];
     for (const s of this.lowered.steps) {
       if (s.kind === 'kernel') lines.push(printKernel(s.kernel));
@@ -317,9 +266,10 @@ export class DynamicProgram {
 
   source(): string {
     const nb = this.lowered.buffers.length + 1;
-    const kb = this.opts.kernelBackend;
-    if (kb && this.prepared) return this.kernels.map((k) => kb.describe?.({ kind: 'loop', kernel: k, nBuffers: nb }) ?? printKernel(k)).join('\n\n');
-    return this.kernels.map((k) => compileKernel(k, nb).source).join('\n\n');
+    // specialized per size: the code is made per size, the loop IR is what the sizes share
+    if (!this.prepared) return this.kernels.map((k) => printKernel(k)).join('\n\n');
+    const kb = this.kernelBackend;
+    return this.kernels.map((k) => kb.describe?.({ kind: 'loop', kernel: k, nBuffers: nb }) ?? printKernel(k)).join('\n\n');
   }
 }
 

@@ -25,7 +25,8 @@ const MATMUL_TILE_CANDIDATES = [
   { kc: 256, mc: 128, nc: 256 },
   { kc: 384, mc: 96, nc: 2048 },
 ] as const;
-import type { BufferView, Lowered, Step } from '../schedule/lower.js';
+import type { BufferView } from '../../ir/lowered.js';
+import type { Lowered, Step } from '../schedule/lowered.js';
 
 interface PlannedStep {
   readonly step: Step;

@@ -10,7 +10,7 @@
 
 import type { Affine, AttentionKernel, LExpr, MatmulKernel, RowKernel, Stmt } from '../../ir/loop-ir.js';
 import { ATTENTION_MAX_DEPTH, ATTENTION_MAX_WIDTH, exprLoads, kernelLoads, kernelStores, someLeaf } from '../../ir/loop-ir.js';
-import type { Lowered, Step } from './lower.js';
+import type { Lowered, Step } from './lowered.js';
 
 /** The same index over loops of these extents (a var of extent 1 is always 0: its coefficient does not matter). */
 const sameAffine = (a: Affine, b: Affine, extents: readonly number[]): boolean =>

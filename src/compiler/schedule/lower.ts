@@ -19,6 +19,8 @@ import type { ReduceOp } from '../../ir/kernel-spec.js';
 import { BINARY_OPS, TERNARY_OPS, UNARY_OPS, type ScalarOp } from '../../ir/scalar-expr.js';
 import type { PointwiseAttrs } from '../../ops/pointwise.js';
 import type { Graph, GraphNode } from '../capture/graph.js';
+import type { BufferInfo, BufferView, FusionDecision } from '../../ir/lowered.js';
+import type { Lowered, Step } from './lowered.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, MatmulOperand, PointwiseKernel, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
 import { kernelLoadExprs, kernelLoads, kernelStores, someLeaf } from '../../ir/loop-ir.js';
 import { sharedMatmulSums } from './materialize-shared.js';
@@ -33,47 +35,6 @@ const EXPENSIVE = new Set([
 
 export function isPointwiseNode(n: GraphNode): boolean {
   return SCALAR_OPS.has(n.op) || n.op === 'cast' || n.op === 'full';
-}
-
-export interface BufferInfo {
-  readonly id: number;
-  readonly dtype: DType;
-  readonly size: number;
-  readonly kind: 'input' | 'constant' | 'scratch';
-  /** the graph node it holds */
-  readonly node: number;
-  readonly data?: TypedArray;
-}
-
-/** A tensor as a strided window of a buffer. */
-export interface BufferView {
-  readonly buf: number;
-  readonly shape: readonly number[];
-  readonly strides: readonly number[];
-  readonly offset: number;
-  readonly dtype: DType;
-}
-
-export type Step =
-  | { readonly kind: 'kernel'; readonly kernel: LoopKernel }
-  | { readonly kind: 'opaque'; readonly node: GraphNode; readonly inputs: readonly BufferView[]; readonly out: BufferView };
-
-export interface FusionDecision {
-  readonly decision: 'fused' | 'materialized' | 'opaque' | 'inlined' | 'autotuned';
-  readonly nodes: readonly number[];
-  readonly reason: string;
-}
-
-export interface Lowered {
-  readonly steps: Step[];
-  readonly buffers: BufferInfo[];
-  /** buffer of each graph input node, in input order */
-  readonly inputBuffers: number[];
-  readonly outputs: BufferView[];
-  /** final copies for in-place writes that could not be done in place */
-  readonly decisions: FusionDecision[];
-  /** the op of each graph node, by node id (the profiler names what a kernel fused) */
-  readonly nodeOps?: readonly string[];
 }
 
 class NeedMaterialize extends Error {

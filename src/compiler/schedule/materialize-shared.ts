@@ -11,7 +11,7 @@
 
 import { numel } from '../../core/shape.js';
 import type { Graph, GraphNode } from '../capture/graph.js';
-import type { FusionDecision } from './lower.js';
+import type { FusionDecision } from '../../ir/lowered.js';
 
 const VIEWS = new Set(['reshape', 'permute', 'expand', 'slice']);
 

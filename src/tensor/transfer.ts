@@ -2,9 +2,9 @@
 // off a GPU is asynchronous (a GPU read). The view (shape, strides, offset) is kept: the
 // whole underlying buffer moves.
 
-import type { Backend } from '../backend.js';
-import { Storage } from '../../tensor/storage.js';
-import { Tensor } from '../../tensor/tensor.js';
+import type { Backend } from '../backend/backend.js';
+import { Storage } from './storage.js';
+import { Tensor } from './tensor.js';
 
 function wrap(t: Tensor, backend: Backend, data: ReturnType<Backend['readSync']>): Tensor {
   const buf = backend.alloc(t.dtype, data.length);
