@@ -5,7 +5,7 @@
 import './eager.js';
 import '../ops/tensor-methods-api.js';
 import { isTensor, Tensor } from '../tensor/tensor.js';
-import { keep, scope as scopeImpl } from '../tensor/scope.js';
+import { keep, scope as scopeImpl } from '../core/scope.js';
 import { memoryStats } from '../tensor/storage.js';
 import { runtime } from '../ops/dispatch.js';
 import { eagerStats as eagerStatsOf, type EagerStats } from '../backend/wasm/eager/index.js';

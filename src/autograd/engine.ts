@@ -4,7 +4,7 @@
 // GradMath, since ops/ records into autograd and so sits above it.
 
 import { Tensor } from '../tensor/tensor.js';
-import { scope } from '../tensor/scope.js';
+import { scope } from '../core/scope.js';
 import type { AutogradNode } from './node.js';
 
 export interface BackwardOptions {

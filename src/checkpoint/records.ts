@@ -3,7 +3,7 @@
 
 import { DTypeError, StateDictError } from '../core/errors.js';
 import { isTensor, type Tensor } from '../tensor/tensor.js';
-import { keep } from '../tensor/scope.js';
+import { keep } from '../core/scope.js';
 import { tensor } from '../ops/creation.js';
 import { setOwn, type RawTensor, type SafetensorsFileDType } from '../io/safetensors.js';
 

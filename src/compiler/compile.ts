@@ -6,7 +6,7 @@ import { runtime, readContiguous } from '../ops/dispatch.js';
 import { checkOutputsFinite } from './run/check-numerics.js';
 import { copy } from '../ops/pointwise.js';
 import { Tensor, isTensor, tensorHooks } from '../tensor/tensor.js';
-import { keep, SteppedScope } from '../tensor/scope.js';
+import { keep, SteppedScope } from '../core/scope.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
 import { Graph, graphKey, printGraph } from './capture/graph.js';
 import { Tracer, type BreakRequest } from './capture/tracer.js';

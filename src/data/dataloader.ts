@@ -7,7 +7,7 @@
 import { ArgumentError, StateDictError } from '../core/errors.js';
 import { Generator } from '../core/random.js';
 import { isTensor } from '../tensor/tensor.js';
-import { scope } from '../tensor/scope.js';
+import { scope } from '../core/scope.js';
 import { defaultCollate } from './collate.js';
 import type { BatchedDataset, Dataset } from './dataset.js';
 import { RandomSampler, SequentialSampler, type ResumableSampler, type Sampler, type SamplerState } from './sampler.js';

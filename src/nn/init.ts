@@ -4,7 +4,7 @@
 import { ArgumentError, fmtShape } from '../core/errors.js';
 import { checkEnum } from '../core/enum-arg.js';
 import { isTensor, type Tensor } from '../tensor/tensor.js';
-import { scope } from '../tensor/scope.js';
+import { scope } from '../core/scope.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { assign } from '../ops/inplace.js';
 import { rand, randn } from '../ops/creation.js';

@@ -11,7 +11,7 @@ import '../ops/tensor-methods.js';
 import { ArgumentError, StateDictError, fmtShape } from '../core/errors.js';
 import { shapesEqual } from '../core/shape.js';
 import { Tensor } from '../tensor/tensor.js';
-import { keep } from '../tensor/scope.js';
+import { keep } from '../core/scope.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { assign } from '../ops/inplace.js';
 import { Parameter, isParameter } from './parameter.js';

@@ -3,7 +3,7 @@
 // remembered here) so Modules can tell parameters from buffers and plain fields.
 
 import '../ops/tensor-methods.js';
-import { keep } from '../tensor/scope.js';
+import { keep } from '../core/scope.js';
 import type { Tensor } from '../tensor/tensor.js';
 
 const parameters = new WeakSet<Tensor>();

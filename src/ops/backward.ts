@@ -6,7 +6,7 @@ import { AutogradError, fmtShape } from '../core/errors.js';
 import { numel, shapesEqual } from '../core/shape.js';
 import { publicOp } from '../core/user-op.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { keep } from '../tensor/scope.js';
+import { keep } from '../core/scope.js';
 import { enableGrad, isGradEnabled, noGrad } from '../autograd/grad-mode.js';
 import { walkBackward, type BackwardOptions, type GradMath, type GradSink } from '../autograd/engine.js';
 import { alias } from './dispatch.js';

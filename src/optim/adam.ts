@@ -8,7 +8,7 @@
 
 import { ArgumentError } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { keep } from '../tensor/scope.js';
+import { keep } from '../core/scope.js';
 import { zeros, zerosLike } from '../ops/creation.js';
 import { assign } from '../ops/inplace.js';
 import { add, div, maximum, mul, neg, pow, sqrt, sub } from '../ops/math.js';

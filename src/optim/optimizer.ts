@@ -12,7 +12,7 @@ import '../ops/tensor-methods.js';
 import { ArgumentError, StateDictError, fmtShape } from '../core/errors.js';
 import { shapesEqual } from '../core/shape.js';
 import { Tensor, isTensor } from '../tensor/tensor.js';
-import { keep, scope } from '../tensor/scope.js';
+import { keep, scope } from '../core/scope.js';
 import { enableGrad, noGrad } from '../autograd/grad-mode.js';
 import { assign } from '../ops/inplace.js';
 import { copy } from '../ops/pointwise.js';

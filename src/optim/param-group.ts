@@ -11,7 +11,7 @@
 
 import { ArgumentError } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { keep } from '../tensor/scope.js';
+import { keep } from '../core/scope.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { full } from '../ops/creation.js';
 import { assign } from '../ops/inplace.js';

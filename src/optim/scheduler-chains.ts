@@ -7,7 +7,7 @@
 import { ArgumentError, StateDictError } from '../core/errors.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { isTensor } from '../tensor/tensor.js';
-import { keep, scope } from '../tensor/scope.js';
+import { keep, scope } from '../core/scope.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { full } from '../ops/creation.js';
 import { assign } from '../ops/inplace.js';

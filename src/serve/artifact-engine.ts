@@ -8,7 +8,7 @@ import type { RawTensor } from '../io/safetensors.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { zeros } from '../ops/creation.js';
 import { isTensor } from '../tensor/tensor.js';
-import { scope } from '../tensor/scope.js';
+import { scope } from '../core/scope.js';
 import { artifactRows, loadArtifact } from '../compiler/cache/artifact.js';
 import type { TrustOptions } from '../compiler/cache/seal.js';
 import { yieldToLoop, type Engine, type EngineOutput, type Mode, type WarmupEntry } from './engine.js';

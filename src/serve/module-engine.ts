@@ -8,7 +8,7 @@ import type { RawTensor } from '../io/safetensors.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { zeros } from '../ops/creation.js';
 import { isTensor, Tensor } from '../tensor/tensor.js';
-import { scope } from '../tensor/scope.js';
+import { scope } from '../core/scope.js';
 import { compile, type CompiledModule } from '../compiler/index.js';
 import type { CompileOptions } from '../compiler/compile.js';
 import { probeGraph } from '../compiler/dynamic/dynamic.js';

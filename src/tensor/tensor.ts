@@ -6,7 +6,7 @@ import type { DType, TypedArray } from '../core/dtype.js';
 import { isFloat } from '../core/dtype.js';
 import { AutogradError, DisposedError, fmtShape } from '../core/errors.js';
 import { contiguousStrides, isContiguous, numel } from '../core/shape.js';
-import { track, untrack } from './scope.js';
+import { track, untrack } from '../core/scope.js';
 import { memoryStats, type Storage } from './storage.js';
 
 /** What autograd attaches to a tensor produced by a differentiable op. */

@@ -26,8 +26,7 @@ import type { DType } from '../../core/dtype.js';
 import type { MatmulKernel } from '../../ir/loop-ir.js';
 import type { FusionDecision, Lowered } from '../../ir/lowered.js';
 import { log } from '../../core/logs.js';
-import { isTensor } from '../../tensor/tensor.js';
-import { scope } from '../../tensor/scope.js';
+import { scope } from '../../core/scope.js';
 import { configName, DEFAULT_MATMUL_CONFIG, deviceProblem, MATMUL_CONFIGS, parseConfig, renderMatmul, type MatmulConfig, type MatmulPrecision } from './render-matmul.js';
 import { hasTimestamps, timePass } from './timestamps.js';
 import type { Compiled, WebGpuBackend, WebGpuBuffer } from './index.js';
@@ -278,7 +277,7 @@ export class MatmulTuner {
   async run(target: AutotuneTarget | undefined, args: readonly unknown[], opts: AutotuneOptions): Promise<AutotuneReport> {
     if (target) {
       if (typeof target.warmup === 'function') await target.warmup([args]);
-      else scope(() => void (target as (...a: unknown[]) => unknown)(...args), isTensor);
+      else scope(() => void (target as (...a: unknown[]) => unknown)(...args), (x): x is never => false); // the result is dropped: nothing to keep
     }
     return this.tune(opts);
   }

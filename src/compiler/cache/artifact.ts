@@ -24,7 +24,7 @@ import { readContiguous, runtime } from '../../ops/dispatch.js';
 import { tensor } from '../../ops/creation.js';
 import { contiguousStrides } from '../../core/shape.js';
 import { Tensor } from '../../tensor/tensor.js';
-import { keep } from '../../tensor/scope.js';
+import { keep } from '../../core/scope.js';
 import { compile } from '../index.js';
 import type { CompileOptions } from '../compile.js';
 import { compiledFunctionOf } from '../compiled-info.js';

@@ -19,7 +19,7 @@ import { noGrad } from '../../autograd/grad-mode.js';
 import { assign } from '../../ops/inplace.js';
 import { copy } from '../../ops/pointwise.js';
 import { isTensor, Tensor } from '../../tensor/tensor.js';
-import { keep, scope } from '../../tensor/scope.js';
+import { keep, scope } from '../../core/scope.js';
 import { log, warnOnce } from '../../core/logs.js';
 import { observeStateWrites, type StateWrite } from '../run/state-writes.js';
 import { counters } from '../../core/stats.js';

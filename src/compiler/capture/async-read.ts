@@ -10,7 +10,7 @@
 import { ArgumentError } from '../../core/errors.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { Tensor, isTensor } from '../../tensor/tensor.js';
-import { SteppedScope } from '../../tensor/scope.js';
+import { SteppedScope } from '../../core/scope.js';
 import { runtime } from '../../ops/dispatch.js';
 import type { Backend } from '../../backend/backend.js';
 import { isGradEnabled, setGradEnabled } from '../../autograd/grad-mode.js';

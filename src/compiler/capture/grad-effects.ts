@@ -2,7 +2,7 @@
 // replay, the grads it replaces (released first) and the ones it sets.
 
 import { copy } from '../../ops/pointwise.js';
-import { keep } from '../../tensor/scope.js';
+import { keep } from '../../core/scope.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { argLeaves, type Guard } from './guards.js';
 import type { Tracer } from './tracer.js';

@@ -16,7 +16,7 @@ import type { Backend } from '../../backend/backend.js';
 import { ArgumentError } from '../../core/errors.js';
 import { profiling, type ProfileSink } from '../../core/profiling.js';
 import { runtime } from '../../ops/dispatch.js';
-import { SteppedScope } from '../../tensor/scope.js';
+import { SteppedScope } from '../../core/scope.js';
 import { isTensor } from '../../tensor/tensor.js';
 import { floorsFor } from './profile-floors.js';
 import { buildReport, type DeviceDispatch, type ProfiledProgram, type ProfileReport, type Recording, type RecordedSpan, type RecordedStep } from './profile-report.js';

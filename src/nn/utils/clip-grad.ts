@@ -4,7 +4,7 @@
 
 import { ArgumentError, NumericsError } from '../../core/errors.js';
 import { isTensor, type Tensor } from '../../tensor/tensor.js';
-import { scope } from '../../tensor/scope.js';
+import { scope } from '../../core/scope.js';
 import { noGrad } from '../../autograd/grad-mode.js';
 import { full } from '../../ops/creation.js';
 import { assign } from '../../ops/inplace.js';

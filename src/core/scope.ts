@@ -1,5 +1,6 @@
 // Deterministic memory release: kiln.scope(fn) disposes every tensor made inside fn
-// except those it returns or keep()s.
+// except those it returns or keep()s. It knows only Disposables (tensors register themselves
+// through track), so it sits in core/, below the backends that run user code in a scope.
 
 export interface Disposable {
   dispose(): void;
