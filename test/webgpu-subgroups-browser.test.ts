@@ -21,7 +21,6 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as kiln from 'kilnjs';
 import { chromiumUnavailableReason } from '../scripts/lib/chromium.js';
 import { bundleForBrowser, openWebGpuPage, pageHtml, type WebGpuPage } from './helpers/browser-bundle.js';
 import type { SubgroupPageResult } from './helpers/webgpu-reductions.js';

@@ -28,12 +28,12 @@
 import * as os from 'node:os';
 import * as kiln from '../api/kiln.js';
 import { nativeUnavailableReason } from '../api/node.js';
-import { checkInstance, resolveConfig, type LoadedWorkload, type WorkloadInstance } from './workload.js';
+import { checkInstance, resolveConfig, type LoadedWorkload } from './workload.js';
 import { breakEven, withWarmCache, type BreakEven } from './verdict.js';
 import { cacheConfig, checkCache, skippedCheck, type CacheCheck, type CacheConfig } from './cache-check.js';
 import { measureShapePolicies, planShapeList, type DynamicShapes } from './shape-policies.js';
 import { measureTrainingForms, type TrainingForms } from './train-forms.js';
-import { dispose, fmt, gradsRelErr, read, relErr, round, shapeOf, speedupInterval, summarizeMs, timedCall, valuesRelErr, type CallResult } from './calls.js';
+import { dispose, fmt, gradsRelErr, relErr, round, shapeOf, speedupInterval, summarizeMs, timedCall, valuesRelErr, type CallResult } from './calls.js';
 
 export { relErr, summarizeMs, speedupInterval } from './calls.js';
 

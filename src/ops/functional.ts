@@ -11,7 +11,6 @@ import { arange, rand } from './creation.js';
 import { indexSelect } from './indexing.js';
 import { matmul } from './linalg.js';
 import { reshape, transpose, unsqueeze } from './movement.js';
-import { cast } from './pointwise.js';
 import { mean, softmax } from './reduce.js';
 import { publicOp } from '../core/user-op.js';
 

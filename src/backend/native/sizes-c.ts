@@ -6,7 +6,7 @@
 // Static kernels never create one of these (their C text, the disk cache's key, is unchanged).
 
 import type { KernelSizes } from '../../ir/loop-ir.js';
-import { symAdd, symConst, symEval, symIsConst, symKey, symMul, symToCode, type Sym } from '../../ir/symbolic.js';
+import { symEval, symIsConst, symKey, symToCode, type Sym } from '../../ir/symbolic.js';
 
 const symName = (i: number) => `s${i}`;
 

@@ -2,7 +2,7 @@
 // matmul.ts). Parameters: one base address per buffer, then lo, hi (the range of the split
 // outer loop), then the thread's scratch and the kernel's aux addresses.
 
-import type { PointwiseKernel, Reduction, RowKernel, Stmt } from '../../ir/loop-ir.js';
+import type { PointwiseKernel, Reduction, RowKernel } from '../../ir/loop-ir.js';
 import { dims as dimsText, sharedStmts, splitInvariant } from '../../ir/loop-ir.js';
 import { Gen, KIND, NotVectorizable, VT, type Kind } from './gen.js';
 import { accessesOf, constDim, loops, startPointers, vectorSafe, type Dim } from './loops.js';

@@ -7,7 +7,7 @@
 // collide by accident).
 
 import { fitSym, symEval, type Sym } from '../../ir/symbolic.js';
-import { isPlain, SYM_SUFFIX, type Iota } from '../../ir/sym-tree.js';
+import { isPlain, type Iota } from '../../ir/sym-tree.js';
 
 export class UnifyError extends Error {
   constructor(readonly path: string, readonly why: string) {
@@ -97,14 +97,6 @@ function attach(x: unknown, hint: readonly number[], path: string): unknown {
     } else out[k] = attach(v, hint, `${path}.${k}`);
   }
   return out;
-}
-
-/** Whether a tree has any symbolic field. */
-function hasSym(x: unknown, depth = 0): boolean {
-  if (depth > 40) return false;
-  if (Array.isArray(x)) return x.some((e) => hasSym(e, depth + 1));
-  if (!isPlain(x)) return false;
-  return Object.entries(x).some(([k, v]) => (SYM_SUFFIX.test(k) && v != null) || hasSym(v, depth + 1));
 }
 
 /** Deep equality of plain trees (typed arrays by content, other objects by identity). */

@@ -24,7 +24,6 @@ import { probeGrid } from '../../ir/symbolic.js';
 import { treesEqual, unifyTrees, UnifyError } from './dynamic-unify.js';
 import { specializeTree } from '../../ir/sym-tree.js';
 import { DynamicProgram, type SymbolSource } from '../run/dynamic-program.js';
-import { log } from '../../core/logs.js';
 import { traceJoint } from '../aot/joint.js';
 import { partitionJoint, type Partition } from '../aot/partition.js';
 
