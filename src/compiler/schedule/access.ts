@@ -5,14 +5,9 @@
 import { contiguousStrides } from '../../core/shape.js';
 import { isZeroAff, scaleAddAff, addAff, unitAff, zeroAff, type Affine } from '../../ir/affine.js';
 
-/** The access of dims `dims` as loop vars `dims` (the identity access when dims = 0..r-1). */
-export function identityAccess(nv: number, dims: readonly number[]): Affine[] {
-  return dims.map((v) => unitAff(nv, v));
-}
-
 /** The identity access of a tensor of this shape, one loop var per dim. */
 export function shapeAccess(shape: readonly number[]): Affine[] {
-  return identityAccess(shape.length, shape.map((_, d) => d));
+  return shape.map((_, d) => unitAff(shape.length, d));
 }
 
 /** Maps an access of a broadcast result back to an operand of shape `from`. */

@@ -58,7 +58,7 @@ export function hostStages(h: Host): Stage[] {
 }
 
 /** A value this host already computed at the same index, in this stage or the one around it. */
-export function storedLocal(h: Pick<HostBase, 'stored'>, id: number, acc: readonly Affine[], stage: Stage): LExpr | null {
+export function storedLocal(h: HostBase, id: number, acc: readonly Affine[], stage: Stage): LExpr | null {
   const hit = h.stored.get(`${id}@${accessKey(acc)}`);
   if (!hit || (hit.stage !== stage && hit.stage !== stage.outer)) return null;
   return hit.v;

@@ -26,13 +26,12 @@ export function scheduleMatmul(st: LowerState, n: GraphNode): Blocked | null {
     kind: 'matmul', name: kernelName(st, 'matmul'), dtype: n.meta.dtype, batch, m: shape[nv - 2]!, n: shape[nv - 1]!, k: st.nodes[n.inputs[0]!]!.meta.shape.at(-1)!,
     a, b, body: body.stmts, stores: [],
   };
-  const stored = new Map();
   // the accumulator is the matmul's value at the output index (elsewhere: not in registers)
   const accumulator = (acc: readonly Affine[]) =>
     acc.every((x, d) => sameAff(x, shape[d] === 1 ? zeroAff(nv) : unitAff(nv, d))) ? { k: 'acc' as const } : noFuse(`matmul %${n.id} read at another index`);
-  const ctx = nextCtx(st, nv, (id, acc, stage) => (id === n.id ? accumulator(acc) : storedLocal({ stored }, id, acc, stage)));
-  const h: MatmulHost = openHost(st, { kind: 'matmul', kernel, ctx, stored, body });
+  const h: MatmulHost = { kind: 'matmul', kernel, body, stored: new Map(), ctx: nextCtx(st, nv, (id, acc, stage) => (id === n.id ? accumulator(acc) : storedLocal(h, id, acc, stage))) };
+  openHost(st, h);
   kernel.stores.push(storeTo(st, n, flattenAccess(shapeAccess(shape), st.layoutOf.get(n.id)!.strides, 0, nv), { k: 'acc' }, h.ctx));
-  st.producedAt.set(n.id, ctx.seq);
+  st.producedAt.set(n.id, h.ctx.seq);
   return null;
 }

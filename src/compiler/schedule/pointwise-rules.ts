@@ -81,9 +81,8 @@ function fuseInto(st: LowerState, h: Host, n: GraphNode): Fused {
 function openPointwise(st: LowerState, n: GraphNode): PointwiseHost {
   const body = newStage();
   const kernel: PointwiseKernel = { kind: 'pointwise', name: kernelName(st, n.op), shape: n.meta.shape, body: body.stmts, stores: [] };
-  const stored = new Map();
-  const ctx = nextCtx(st, n.meta.shape.length, (id, acc, stage) => storedLocal({ stored }, id, acc, stage));
-  return openHost(st, { kind: 'pointwise', kernel, ctx, stored, body });
+  const h: PointwiseHost = { kind: 'pointwise', kernel, body, stored: new Map(), ctx: nextCtx(st, n.meta.shape.length, (id, acc, stage) => storedLocal(h, id, acc, stage)) };
+  return openHost(st, h);
 }
 
 /** Schedules pointwise node n: into one of the latest kernels, else a kernel of its own. */

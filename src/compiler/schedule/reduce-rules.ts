@@ -68,11 +68,9 @@ function openRow(st: LowerState, n: GraphNode, full: readonly number[], reduced:
     kind: 'row', name: kernelName(st, n.op), outer: kept.map((d) => full[d]!), inner: reduced.map((d) => full[d]!),
     reductions: [], outerBody: outer.stmts, outerStores: [], rowBody: row.stmts, rowStores: [],
   };
-  const reds = new Map<number, number>();
-  const stored = new Map();
   const h: RowHost = {
-    kind: 'row', kernel, outer, row, full, reduced, dimsToVar, reds, stored,
-    ctx: nextCtx(st, full.length, (id, acc, stage) => (reds.has(id) ? reductionValue(st, h, id, acc) : storedLocal(h, id, acc, stage))),
+    kind: 'row', kernel, outer, row, full, reduced, dimsToVar, reds: new Map(), stored: new Map(),
+    ctx: nextCtx(st, full.length, (id, acc, stage) => (h.reds.has(id) ? reductionValue(st, h, id, acc) : storedLocal(h, id, acc, stage))),
   };
   return openHost(st, h);
 }
