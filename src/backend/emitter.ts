@@ -1,9 +1,7 @@
 // What every loop-IR renderer shares: lines of code, fresh names, and the running pointer
 // variable that holds each distinct affine index inside the current loop nest.
 
-import type { Affine } from '../ir/loop-ir.js';
-
-export const affKey = (a: Affine): string => `${a.c.join(',')}+${a.o}`;
+import { affKey, type Affine } from '../ir/affine.js';
 
 export class Emitter {
   readonly lines: string[] = [];

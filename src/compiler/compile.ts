@@ -12,8 +12,10 @@ import { Graph, graphKey, printGraph } from './capture/graph.js';
 import { Tracer, type BreakRequest } from './capture/tracer.js';
 import { buildProgram, interpret } from './run/program.js';
 import { FusedProgram } from './run/fused-program.js';
-import { lower, dropDeadStores, groupHorizontally } from './schedule/lower.js';
-import type { FusionDecision } from '../ir/lowered.js';
+import { lower } from './schedule/lower.js';
+import { dropDeadStores } from './schedule/dead-stores.js';
+import { groupHorizontally } from './schedule/horizontal.js';
+import { printDecisions } from './schedule/print.js';
 import { fuseAttention } from './schedule/fuse-attention.js';
 import { runPasses, type PassTimings } from './schedule/passes.js';
 import { argLeaves, buildGuards, checkGuards, moduleAttributeGuards, paramNames, type Guard } from './capture/guards.js';
@@ -734,7 +736,7 @@ function recordGraph(fnName: string, report: CompileReport, graph: Graph, progra
   report.graphs.push({
     get text() { return graphText(); },
     get program() { return programText(); },
-    get fusion() { return fused ? formatDecisions(fused.lowered.decisions) : undefined; },
+    get fusion() { return fused ? printDecisions(fused.lowered.decisions) : undefined; },
     ops: graph.opCount, key, kernels: fused?.kernels.length, peakBytes: fused instanceof FusedProgram ? fused.peakBytes : undefined,
     ...(partition ? { partition } : {}),
   });
@@ -752,9 +754,6 @@ function stagedMs(report: CompileReport): number {
   return (report.timings.passes.lower ?? 0) + (report.timings.passes.cached_program ?? 0);
 }
 
-function formatDecisions(ds: readonly FusionDecision[]): string {
-  return ds.map((d) => `  ${d.decision.padEnd(12)} ${d.nodes.map((n) => `%${n}`).join(', ')}: ${d.reason}`).join('\n');
-}
 
 /** Lowers and schedules a graph into fused kernels; the recorded eager-kernel program is the fallback. */
 function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport): Runnable {
@@ -782,14 +781,14 @@ function makeProgram(graph: Graph, opts: CompileOptions, report: CompileReport):
       const p = new FusedProgram(lowered, runtime.backend, { reuseOutputs: opts.mode === 'reduce-overhead', autotune: opts.mode === 'max-autotune' && !hit, kernelBackend });
       if (hit) hit.done(p);
       else storeProgram(graph, opts, kernelBackend, p, performance.now() - t0);
-      log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${formatDecisions(lowered.decisions)}`);
+      log('fusion', () => `${graph.name}: ${graph.opCount} ops -> ${p.kernels.length} kernels + ${lowered.steps.length - p.kernels.length} opaque\n${printDecisions(lowered.decisions)}`);
       log('output_code', () => `${graph.name}:\n${p.print()}\n\n${p.source()}`);
       // getters: the texts are made only when KILN_DEBUG_DIR is set (p.source() renders every
       // kernel again, e.g. all the C of a native program loaded from the compile cache)
       const codeFile = jsRenderer ? 'output_code.js' : `output_code.${kernelBackend.name === 'native' ? 'c' : 'txt'}`;
       debugDump(report.name, graph.name, {
         get 'loop_ir.txt'() { return p.print(); },
-        get 'fusion.txt'() { return formatDecisions(lowered.decisions); },
+        get 'fusion.txt'() { return printDecisions(lowered.decisions); },
         get [codeFile]() { return p.source(); },
       });
       return p;

@@ -6,6 +6,7 @@ import type { DType } from '../core/dtype.js';
 import type { ReduceOp } from './kernel-spec.js';
 import type { ScalarOp } from './scalar-expr.js';
 import type { Sym } from './symbolic.js';
+import type { Affine } from './affine.js';
 import { specializeTree } from './sym-tree.js';
 import { symAdd, symConst, symMul, symToString } from './symbolic.js';
 
@@ -16,14 +17,7 @@ import { symAdd, symConst, symMul, symToString } from './symbolic.js';
 // Renderers that read symbols (JS, wasm, native C: `Backend.symbolicKernels`) render the
 // kernel once; the others (WebGPU for now) run `specializeKernel(kernel, sizes)`.
 
-/** o + sum_v c[v] * var_v: a flat element offset (or one dim's index) as a function of the loop vars. */
-export interface Affine {
-  readonly c: readonly number[];
-  readonly o: number;
-  /** dynamic kernels: coefficients / offset that depend on sizes */
-  readonly cSym?: readonly (Sym | null)[];
-  readonly oSym?: Sym;
-}
+export type { Affine } from './affine.js';
 
 /** Where a dynamic kernel reads its sizes at call time: buffer `buf` holds s0, s1, ... (float64). */
 export interface KernelSizes {

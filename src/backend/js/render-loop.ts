@@ -11,7 +11,8 @@ import type { ScalarOp } from '../../ir/scalar-expr.js';
 import { JS_HELPER_NAMES, JS_HELPER_VALUES, jsNumber, renderCast, renderOp } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
-import { affKey, Emitter } from '../emitter.js';
+import { affKey } from '../../ir/affine.js';
+import { Emitter } from '../emitter.js';
 import { matmul2d } from './matmul.js';
 import { symConst, symIsConst, symEval, symKey, symMul, symToCode, type Sym } from '../../ir/symbolic.js';
 

@@ -31,7 +31,8 @@
 // compare against those locals, threading is an OpenMP `if` on the work at those sizes, and a
 // launch's hi < 0 means the whole extent. Static kernels' text is unchanged (the cache key).
 
-import { affKey, Emitter } from '../emitter.js';
+import { affKey } from '../../ir/affine.js';
+import { Emitter } from '../emitter.js';
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
 import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStores, kernelWork, sharedStmts, splitsBatch, symProd } from '../../ir/loop-ir.js';

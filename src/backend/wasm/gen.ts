@@ -8,7 +8,7 @@
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, Stmt } from '../../ir/loop-ir.js';
 import type { ScalarOp } from '../../ir/scalar-expr.js';
-import { affKey } from '../emitter.js';
+import { affKey } from '../../ir/affine.js';
 import type { FuncBuilder } from './encoder.js';
 import { Op, T, type ValType } from './opcodes.js';
 import type { MathImport, ModuleContext } from './module-context.js';

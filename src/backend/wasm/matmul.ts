@@ -7,7 +7,7 @@
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, MatmulKernel, Stmt, Store } from '../../ir/loop-ir.js';
 import { splitsBatch } from '../../ir/loop-ir.js';
-import { Gen, KIND, SIZE } from './gen.js';
+import { accessKey, Gen, KIND, SIZE } from './gen.js';
 import { accessesOf, loops, vectorSafe, type Dim } from './loops.js';
 import { Op, Simd, T, type ValType } from './opcodes.js';
 import type { FuncBuilder } from './encoder.js';
@@ -290,7 +290,7 @@ export function renderMatmul(g: Gen, k: MatmulKernel, p: Params & { scratch: num
       const pl = L();
       g.address(a.buf, a.dtype, () => elem(a.at, new Map([[iVar, rowStart], [jVar, () => fb.get(j0)]])));
       fb.set(pl);
-      g.ptr.set(`${a.buf}|${a.at.c.join(',')}+${a.at.o}`, pl);
+      g.ptr.set(accessKey(a), pl);
     }
     const dims: Dim[] = [
       { v: iVar, lo: rowStart, hi: () => { rowStart(); fb.get(mc).op(Op.i32Add); } },

@@ -13,7 +13,8 @@
 // scalar kernel. Loads are read before the first statement or store that uses them and read
 // again after a store to the same binding (an in-place alias), as the scalar kernel's order.
 
-import { exprLoads, kernelLoadExprs, type Affine, type LExpr, type LLoad, type PointwiseKernel, type Store } from '../../ir/loop-ir.js';
+import { exprLoads, kernelLoadExprs, type LExpr, type LLoad, type PointwiseKernel, type Store } from '../../ir/loop-ir.js';
+import { affKey, coefAt, type Affine } from '../../ir/affine.js';
 import { coalesce } from '../iteration.js';
 import { affine, Body, decompose, grid1d, planBindings, storeValue, type AliasMap, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, render, wtype, type ExprEnv, type WType } from './wgsl-expr.js';
@@ -74,8 +75,6 @@ function mapLoads(e: LExpr, f: (a: Affine) => Affine): LExpr {
   return e;
 }
 
-const coef = (a: Affine, d: number): number => a.c[d] ?? 0;
-
 /**
  * The kernel with size-1 dims dropped and adjacent dims merged where every access walks them as
  * one (stride of the outer = stride of the inner x its size): the same elements, in the same
@@ -84,7 +83,7 @@ const coef = (a: Affine, d: number): number => a.c[d] ?? 0;
 export function coalescePointwise(k: PointwiseKernel): PointwiseKernel {
   const all: Affine[] = [...k.body.flatMap((s) => exprLoads(s.e).map((l) => l.at)), ...k.stores.flatMap((s) => [s.at, ...exprLoads(s.value).map((l) => l.at)])];
   // iteration.ts's coalesce on every access's coefficients: a merged dim keeps its innermost coefficient
-  const { shape, strides } = coalesce(k.shape, all.map((a) => k.shape.map((_, d) => coef(a, d))));
+  const { shape, strides } = coalesce(k.shape, all.map((a) => k.shape.map((_, d) => coefAt(a, d))));
   if (shape.length === k.shape.length) return k;
   const coefs = new Map<Affine, number[]>(all.map((a, i) => [a, strides[i]!]));
   const f = (a: Affine): Affine => ({ c: coefs.get(a)!, o: a.o });
@@ -111,17 +110,17 @@ export function vec4Plan(k0: PointwiseKernel, alias: AliasMap): { kernel: Pointw
   const total = k.shape.reduce((a, b) => a * b, 1);
   if (total >= 2 ** 31) return null;
   const canon = (b: number) => alias.get(b) ?? b;
-  const aligned = (a: Affine) => a.o % 4 === 0 && k.shape.every((_, d) => d === last || coef(a, d) % 4 === 0);
+  const aligned = (a: Affine) => a.o % 4 === 0 && k.shape.every((_, d) => d === last || coefAt(a, d) % 4 === 0);
   const sym = (a: Affine) => a.cSym !== undefined || a.oSym !== undefined;
   const vecBufs = new Set<number>();
   for (const s of k.stores) {
-    if (sym(s.at) || coef(s.at, last) !== 1 || !aligned(s.at)) return null;
+    if (sym(s.at) || coefAt(s.at, last) !== 1 || !aligned(s.at)) return null;
     vecBufs.add(canon(s.buf));
   }
   const loads = kernelLoadExprs(k);
   for (const l of loads) {
     if (sym(l.at)) return null;
-    const c = coef(l.at, last);
+    const c = coefAt(l.at, last);
     if (c === 0) continue; // a broadcast along the vector: one scalar read, splatted
     if (c !== 1 || !aligned(l.at)) return null;
     vecBufs.add(canon(l.buf));
@@ -144,10 +143,10 @@ function renderVec4(k: PointwiseKernel, alias: AliasMap, vecBufs: Set<number>): 
   const bind = planBindings(k, alias, vecBufs);
   const L: string[] = [];
   /** index of the vec4 holding an access's 4 elements (its stride along the last dim is 1) */
-  const vecIndex = (a: Affine): string => affine({ c: shape4.map((_, d) => (d === last ? 1 : coef(a, d) / 4)), o: a.o / 4 });
+  const vecIndex = (a: Affine): string => affine({ c: shape4.map((_, d) => (d === last ? 1 : coefAt(a, d) / 4)), o: a.o / 4 });
   /** loads read so far (key: binding, affine, dtype) -> the variable holding them */
   const cache = new Map<string, { name: string; vec: boolean; buf: number }>();
-  const keyOf = (l: LLoad) => `${canon(l.buf)}|${l.dtype}|${l.at.o}|${l.at.c.join(',')}`;
+  const keyOf = (l: LLoad) => `${canon(l.buf)}|${l.dtype}|${affKey(l.at)}`;
   let nextLoad = 0;
   const readLoads = (e: LExpr) => {
     for (const l of exprLoads(e)) {
@@ -155,7 +154,7 @@ function renderVec4(k: PointwiseKernel, alias: AliasMap, vecBufs: Set<number>): 
       if (cache.has(key)) continue;
       const name = `l${nextLoad++}`;
       const b = bind.name(l.buf);
-      const vec = coef(l.at, last) === 1;
+      const vec = coefAt(l.at, last) === 1;
       if (vec) L.push(`let ${name} = ${b}[${vecIndex(l.at)}];`);
       else if (vecBufs.has(canon(l.buf))) L.push(`let ${name} = ${b}[(${affine(l.at)}) >> 2u][(${affine(l.at)}) & 3];`);
       else L.push(`let ${name} = ${b}[${affine(l.at)}];`);

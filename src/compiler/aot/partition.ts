@@ -8,7 +8,7 @@
 import { itemSize } from '../../core/dtype.js';
 import { contiguousStrides, numel } from '../../core/shape.js';
 import { Graph, type GraphNode } from '../capture/graph.js';
-import { isPointwiseNode, VIEWS } from '../schedule/lower.js';
+import { isPointwiseNode, VIEWS } from '../schedule/node-kinds.js';
 import { SAVED_ARG, TANGENT_ARG } from './joint.js';
 
 /** Where the backward's i-th saved value comes from when the forward runs. */

@@ -10,7 +10,7 @@
 import { Tensor } from '../../tensor/tensor.js';
 import { pad, slice } from '../../ops/movement.js';
 import type { Graph, GraphNode } from '../capture/graph.js';
-import { isPointwiseNode } from '../schedule/lower.js';
+import { isPointwiseNode } from '../schedule/node-kinds.js';
 import { markStatic, probeGraph, dimKey } from './dynamic.js';
 import { log, warnOnce } from '../../core/logs.js';
 import { counters } from '../../core/stats.js';

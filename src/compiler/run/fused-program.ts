@@ -13,6 +13,7 @@ import { runtime } from '../../ops/dispatch.js';
 import { Storage } from '../../tensor/storage.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, type LoopKernel, type MatmulKernel } from '../../ir/loop-ir.js';
+import { affKey } from '../../ir/affine.js';
 import { log } from '../../core/logs.js';
 import { OutputPool } from './output-pool.js';
 import { profileSpan, profiling, type ProfileSink } from '../../core/profiling.js';
@@ -99,8 +100,8 @@ function elementwiseInPlace(s: Step, b: number, slotOf: number[], slot: number):
   const k = s.kernel;
   const store = k.stores.find((x) => x.buf === b);
   if (!store) return false;
-  const key = `${store.at.c.join(',')}+${store.at.o}`;
-  return k.body.every((st) => st.e.k !== 'load' || slotOf[st.e.buf] !== slot || `${st.e.at.c.join(',')}+${st.e.at.o}` === key);
+  const key = affKey(store.at);
+  return k.body.every((st) => st.e.k !== 'load' || slotOf[st.e.buf] !== slot || affKey(st.e.at) === key);
 }
 
 export class FusedProgram {

@@ -10,6 +10,7 @@
 
 import type { Affine, AttentionKernel, LExpr, MatmulKernel, RowKernel, Stmt } from '../../ir/loop-ir.js';
 import { ATTENTION_MAX_DEPTH, ATTENTION_MAX_WIDTH, exprLoads, kernelLoads, kernelStores, someLeaf } from '../../ir/loop-ir.js';
+import { affKey } from '../../ir/affine.js';
 import type { Lowered, Step } from './lowered.js';
 
 /** The same index over loops of these extents (a var of extent 1 is always 0: its coefficient does not matter). */
@@ -23,7 +24,7 @@ function canonical(e: LExpr, defs: ReadonlyMap<number, LExpr>): string {
       const d = defs.get(e.id);
       return d ? canonical(d, defs) : `t${e.id}`;
     }
-    case 'load': return `L${e.buf}[${e.at.c.join(',')}+${e.at.o}]:${e.dtype}`;
+    case 'load': return `L${e.buf}[${affKey(e.at)}]:${e.dtype}`;
     case 'const': return `C${Object.is(e.v, -0) ? '-0' : String(e.v)}`;
     case 'red': return `R${e.id}`;
     case 'acc': return 'A';

@@ -10,33 +10,29 @@
 // Each choice is a fusion decision with its reason.
 
 import { numel } from '../../core/shape.js';
-import type { Graph, GraphNode } from '../capture/graph.js';
+import type { Graph } from '../capture/graph.js';
 import type { FusionDecision } from '../../ir/lowered.js';
+import { consumersOf, isInlinable, isPointwiseNode, realConsumers, REDUCTIONS } from './node-kinds.js';
 
-const VIEWS = new Set(['reshape', 'permute', 'expand', 'slice']);
-
-export function sharedMatmulSums(graph: Graph, isPointwise: (n: GraphNode) => boolean): { forced: number[]; decisions: FusionDecision[] } {
+export function sharedMatmulSums(graph: Graph): { forced: number[]; decisions: FusionDecision[] } {
   const nodes = graph.nodes;
-  const consumers = nodes.map(() => [] as number[]);
-  for (const n of nodes) for (const i of n.inputs) consumers[i]!.push(n.id);
-  const inline = (n: GraphNode) => isPointwise(n) || VIEWS.has(n.op);
-  /** consumers through views */
-  const readers = (id: number): number[] => consumers[id]!.flatMap((c) => (VIEWS.has(nodes[c]!.op) ? readers(c) : [c]));
+  const consumers = consumersOf(nodes);
+  const readers = (id: number): number[] => realConsumers(id, nodes, consumers);
   const forced: number[] = [];
   const decisions: FusionDecision[] = [];
   const chosen = new Set<number>();
   for (const n of nodes) {
-    if (!isPointwise(n) || graph.outputs.includes(n.id)) continue;
-    const rs = [...new Set(readers(n.id))];
+    if (!isPointwiseNode(n) || graph.outputs.includes(n.id)) continue;
+    const rs = readers(n.id);
     if (rs.length < 2) continue;
     // read as a matmul operand or by an opaque op: lowering gives it a buffer anyway
-    if (rs.some((r) => !isPointwise(nodes[r]!) && !['sum', 'prod', 'max', 'min', 'argmax', 'argmin'].includes(nodes[r]!.op))) continue;
+    if (rs.some((r) => !isPointwiseNode(nodes[r]!) && !REDUCTIONS.has(nodes[r]!.op))) continue;
     // the buffers computing n reads: the non-inlined nodes under its pointwise / view tree
     const tree = new Set<number>();
     const leaves = new Set<number>();
     const walk = (id: number) => {
       const x = nodes[id]!;
-      if (!inline(x) || chosen.has(id) || (id !== n.id && graph.outputs.includes(id))) return void leaves.add(id);
+      if (!isInlinable(x) || chosen.has(id) || (id !== n.id && graph.outputs.includes(id))) return void leaves.add(id);
       if (tree.has(id)) return;
       tree.add(id);
       x.inputs.forEach(walk);
