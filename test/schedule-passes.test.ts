@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as kiln from 'kilnjs';
 import type { Graph } from '../src/compiler/capture/graph.js';
+import { compiledFunctionOf } from '../src/compiler/compiled-info.js';
 import { allocateBuffers, printBufferPlan } from '../src/compiler/schedule/allocate-buffers.js';
 import { chooseBuffers, printBufferChoice } from '../src/compiler/schedule/choose-buffers.js';
 import { dropDeadStores, printDeadStores } from '../src/compiler/schedule/dead-stores.js';
@@ -23,8 +24,7 @@ function traced(fn: (...a: kiln.Tensor[]) => unknown, ...args: kiln.Tensor[]): G
   kiln.compiler.reset();
   const c = kiln.compile(fn, { fullgraph: true, backend: 'js', cache: false });
   (c as (...a: kiln.Tensor[]) => unknown)(...args);
-  const entries = (c as unknown as { compiled: { compiledEntries: readonly { graph: Graph }[] } }).compiled.compiledEntries;
-  return entries.at(-1)!.graph;
+  return compiledFunctionOf(c).compiledEntries.at(-1)!.graph;
 }
 
 /** The state after the buffer passes, ready for scheduling. */
