@@ -13,11 +13,11 @@ import * as kiln from 'kilnjs';
 import { nativeUnavailableReason } from 'kilnjs/node';
 import { COMPOSITE_OPS, expandComposite, isComposite, type CompositeOp } from '../src/ir/composites.js';
 import { UNARY_OPS, type ScalarOp } from '../src/ir/scalar-expr.js';
-import { erf } from '../src/backend/js/render-scalar.js';
 import { renderKernel } from '../src/backend/wasm/render.js';
 import { ModuleContext } from '../src/backend/wasm/module-context.js';
 import type { LoopKernel } from '../src/ir/loop-ir.js';
 import { assertCompiledRan } from './helpers/compiled-ran.js';
+import { API, EXTREMES, REFERENCE } from './helpers/composites.js';
 
 const BACKEND_DIR = fileURLToPath(new URL('../src/backend', import.meta.url));
 
@@ -69,27 +69,7 @@ test('composites: wasm f32x4 loops vectorize the expansions (Math.* calls only f
 
 // ---- numbers ----
 
-const sigmoid = (x: number) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)));
-/** float64 references (stable forms where one exists; torch's threshold 20 for softplus) */
-const REFERENCE: Record<CompositeOp, (x: number) => number> = {
-  sigmoid,
-  silu: (x) => x * sigmoid(x),
-  gelu: (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)),
-  geluTanh: (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3))),
-  softplus: (x) => (x > 20 ? x : Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)))),
-  rsqrt: (x) => 1 / Math.sqrt(x),
-};
-const API: Record<CompositeOp, (x: kiln.Tensor) => kiln.Tensor> = {
-  sigmoid: (x) => x.sigmoid(),
-  silu: (x) => kiln.silu(x),
-  gelu: (x) => kiln.gelu(x),
-  geluTanh: (x) => kiln.gelu(x, 'tanh'),
-  softplus: (x) => kiln.softplus(x),
-  rsqrt: (x) => x.rsqrt(),
-};
 const all = (x: kiln.Tensor): kiln.Tensor[] => COMPOSITE_OPS.map((op) => API[op](x));
-
-const EXTREMES = [0, -0, 1e-45, -1e-45, 1e-30, -1e-30, 0.5, -0.5, 3, -3, 19.999, 20, 20.001, -20, 30, -30, 88, -88, 89, -89, 100, -100, 1e10, -1e10, 3e38, -3e38, Infinity, -Infinity, NaN];
 
 /** 997 fresh random values (normal, times 6) followed by the extremes, float32 or float64. */
 function inputs(dtype: 'float32' | 'float64'): kiln.Tensor {

@@ -54,15 +54,10 @@ export function expandComposite<V>(op: CompositeOp, x: V, p: Primitives<V>): V {
   return DEFINITIONS[op](x, p);
 }
 
-/** A builder of loop-IR nodes computing in `dtype` (comparisons give bool). */
-export function loopPrimitives(dtype: DType): Primitives<LExpr> {
-  return {
-    op: (op, ...a) => ({ k: 'op', op, a, dtype: isBoolResult(op) ? 'bool' : dtype }),
-    c: (v) => ({ k: 'const', v }),
-  };
-}
-
-/** `op(x)` as a loop-IR expression of primitives computing in `dtype`. */
+/** `op(x)` as a loop-IR expression of primitives computing in `dtype` (comparisons give bool). */
 export function expandLoop(op: CompositeOp, x: LExpr, dtype: DType): LExpr {
-  return expandComposite(op, x, loopPrimitives(dtype));
+  return expandComposite(op, x, {
+    op: (o, ...a) => ({ k: 'op', op: o, a, dtype: isBoolResult(o) ? 'bool' : dtype }),
+    c: (v) => ({ k: 'const', v }),
+  });
 }

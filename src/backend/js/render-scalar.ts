@@ -138,7 +138,7 @@ export function renderComposite(op: CompositeOp, dtype: string, x: string, primi
 }
 
 /** One scalar op in JS (a composite through its expansion). */
-export function renderOp(op: ScalarOp, dtype: string, args: readonly string[]): string {
+function renderOp(op: ScalarOp, dtype: string, args: readonly string[]): string {
   return isComposite(op) ? renderComposite(op, dtype, args[0]!) : renderPrimitive(op, dtype, args);
 }
 
