@@ -19,9 +19,9 @@ const CMP: Partial<Record<PrimitiveOp, number>> = { eq: Simd.f32x4Eq, ne: Simd.f
 const UNARY: Partial<Record<PrimitiveOp, number>> = { neg: Simd.f32x4Neg, abs: Simd.f32x4Abs, sqrt: Simd.f32x4Sqrt, floor: Simd.f32x4Floor, ceil: Simd.f32x4Ceil, round: Simd.f32x4Nearest, trunc: Simd.f32x4Trunc };
 const BINARY: Partial<Record<PrimitiveOp, number>> = { add: Simd.f32x4Add, sub: Simd.f32x4Sub, mul: Simd.f32x4Mul, div: Simd.f32x4Div, maximum: Simd.f32x4Max, minimum: Simd.f32x4Min };
 const LANEWISE = new Set<PrimitiveOp>(['log1p', 'expm1', 'sin', 'cos', 'pow', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'fmod', 'hypot']);
-const lanewise = (e: LExpr): boolean => e.k === 'op' && ((LANEWISE as ReadonlySet<ScalarOp>).has(e.op) || e.a.some(lanewise));
+const runsLaneWise = (e: LExpr): boolean => e.k === 'op' && ((LANEWISE as ReadonlySet<ScalarOp>).has(e.op) || e.a.some(runsLaneWise));
 /** Composites with a primitive that runs lane by lane: the whole composite does. */
-const LANEWISE_COMPOSITES: ReadonlySet<CompositeOp> = new Set(COMPOSITE_OPS.filter((op) => lanewise(expandLoop(op, { k: 'const', v: 0 }, 'float32'))));
+const LANEWISE_COMPOSITES: ReadonlySet<CompositeOp> = new Set(COMPOSITE_OPS.filter((op) => runsLaneWise(expandLoop(op, { k: 'const', v: 0 }, 'float32'))));
 
 export class VecGen {
   constructor(readonly g: Gen) {}
