@@ -7,9 +7,11 @@
 // comparisons, logic, `where`, and the elementary functions (exp, log, log1p, expm1, sqrt,
 // tanh, erf, the trigonometric and hyperbolic functions, pow, ...: libm in C, Math.* in JS and
 // in wasm's scalar code, WGSL builtins or helpers, wasm's f32x4 approximations in vmath.ts).
-// Composites are the ops below: each is a formula over primitives, and its value stays within
-// float32's range (bounded by max(|x|, 1), rsqrt by 2^75), so a renderer that computes one in
-// double (JS, wasm's scalar code) rounds only the result, as eager does.
+// Composites are the ops below (sigmoid, silu, gelu, geluTanh, softplus, rsqrt): each is a
+// formula over primitives, and its value stays within float32's range (bounded by max(|x|, 1),
+// rsqrt by 2^75), so a renderer that computes one in double (JS, wasm's scalar code) rounds
+// only the result, as eager does. `reciprocal` stays a primitive: one division everywhere, whose
+// value can overflow float32 (the JS renderer rounds it as an op of its own).
 
 import type { DType } from '../core/dtype.js';
 import type { LExpr } from './loop-ir.js';
