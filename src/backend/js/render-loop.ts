@@ -7,8 +7,8 @@ import { exprLoads, kernelExtent, kernelWork, splitInvariant, splitsBatch } from
 import { checkKernel } from '../../ir/loop-ir-check.js';
 export { kernelExtent, kernelWork };
 import type { ReduceOp } from '../../ir/kernel-spec.js';
-import type { ScalarOp } from '../../ir/scalar-expr.js';
-import { JS_HELPER_NAMES, JS_HELPER_VALUES, jsNumber, renderCast, renderOp } from './render-scalar.js';
+import { isComposite, type PrimitiveOp } from '../../ir/composites.js';
+import { JS_HELPER_NAMES, JS_HELPER_VALUES, jsNumber, renderCast, renderComposite, renderPrimitive } from './render-scalar.js';
 import type { TypedArray } from '../../core/dtype.js';
 import { FAST_HELPERS } from './fast-math.js';
 import { affKey } from '../../ir/affine.js';
@@ -65,16 +65,27 @@ class KernelEmitter extends Emitter {
 
 
 // float32 kernels use float32-accurate fast math (see fast-math.ts for the error bounds)
-const FAST32: Partial<Record<string, (a: string) => string>> = {
+const FAST32: Partial<Record<PrimitiveOp, (a: string) => string>> = {
   exp: (a) => `fastExp(${a})`,
   tanh: (a) => `fastTanh(${a})`,
-  sigmoid: (a) => `(1 / (1 + fastExp(-${a})))`,
-  silu: (a) => `(${a} / (1 + fastExp(-${a})))`,
-  geluTanh: (a) => `(0.5 * ${a} * (1 + fastTanh(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`,
 };
+/** Whether a float32 op on `arg` uses fast math: arguments that are not plain names are evaluated once. */
+const fastArg = (arg: string): boolean => /^[\w.]+$/.test(arg) || arg.startsWith('(');
 
 /** Ops whose double result on float32 operands can exceed float32's range. */
-const CAN_OVERFLOW = new Set<ScalarOp>(['add', 'sub', 'mul', 'div', 'pow', 'exp', 'expm1', 'sinh', 'cosh', 'hypot', 'reciprocal']);
+const CAN_OVERFLOW = new Set<PrimitiveOp>(['add', 'sub', 'mul', 'div', 'pow', 'exp', 'expm1', 'sinh', 'cosh', 'hypot', 'reciprocal']);
+
+/**
+ * A primitive op in JS: fast math (`fast`) for float32, and with `round`, a float32 op that can
+ * leave float32's range rounds as eager stores it: an intermediate that overflows is Infinity
+ * here too (3e38 * 2 - 3e38 is Infinity, not 3e38); the other ops (bounded, or exact on float32
+ * operands) keep their double value.
+ */
+function primitive(op: PrimitiveOp, dtype: string, args: readonly string[], fast: boolean, round: boolean): string {
+  const f = fast && dtype === 'float32' ? FAST32[op] : undefined;
+  const code = f ? f(args[0]!) : renderPrimitive(op, dtype, args);
+  return round && dtype === 'float32' && CAN_OVERFLOW.has(op) ? `Math.fround(${code})` : code;
+}
 
 function expr(e: LExpr, em: KernelEmitter): string {
   switch (e.k) {
@@ -86,14 +97,11 @@ function expr(e: LExpr, em: KernelEmitter): string {
     case 'cast': return renderCast(expr(e.a, em), e.dtype);
     case 'op': {
       const args = e.a.map((x) => expr(x, em));
-      const fast = e.dtype === 'float32' ? FAST32[e.op] : undefined;
-      // a float32 op that can leave float32's range rounds as eager stores it: an intermediate
-      // that overflows is Infinity here too (3e38 * 2 - 3e38 is Infinity, not 3e38); the other
-      // ops (bounded, or exact on float32 operands) keep their double value
-      const f32 = (x: string) => (e.dtype === 'float32' && CAN_OVERFLOW.has(e.op) ? `Math.fround(${x})` : x);
-      // arguments that are not plain names are evaluated once
-      if (fast && (/^[\w.]+$/.test(args[0]!) || args[0]!.startsWith('('))) return f32(fast(args[0]!));
-      return f32(renderOp(e.op, e.dtype, args));
+      const fast = fastArg(args[0]!);
+      // a composite is computed in double as one eager op (its value stays in float32's range:
+      // ir/composites.ts), with fast math inside where its argument would get it
+      if (isComposite(e.op)) return renderComposite(e.op, e.dtype, args[0]!, (op, dtype, a) => primitive(op, dtype, a, fast, false));
+      return primitive(e.op, e.dtype, args, fast, true);
     }
   }
 }

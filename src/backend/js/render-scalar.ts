@@ -1,7 +1,9 @@
-// Renders a ScalarExpr as a JavaScript expression. Helper functions (erf, round half
-// to even) are passed into the generated code's scope and inlined by the JIT.
+// Renders a ScalarExpr as a JavaScript expression: the primitive ops here, composites through
+// their expansion (ir/composites.ts). Helper functions (erf, round half to even) are passed
+// into the generated code's scope and inlined by the JIT.
 
 import type { ScalarExpr, ScalarOp } from '../../ir/scalar-expr.js';
+import { expandComposite, isComposite, type CompositeOp, type PrimitiveOp } from '../../ir/composites.js';
 
 export function erf(x: number): number {
   // W. J. Cody's rational approximations; |error| < 1.2e-16 relative to float64 erf.
@@ -47,7 +49,7 @@ export const JS_HELPER_VALUES = Object.values(JS_HELPERS);
 
 type Render = (a: string, b: string, c: string) => string;
 
-const FLOAT_RENDER: Record<ScalarOp, Render> = {
+const FLOAT_RENDER: Record<PrimitiveOp, Render> = {
   neg: (a) => `(-${a})`,
   abs: (a) => `Math.abs(${a})`,
   exp: (a) => `Math.exp(${a})`,
@@ -55,16 +57,10 @@ const FLOAT_RENDER: Record<ScalarOp, Render> = {
   log1p: (a) => `Math.log1p(${a})`,
   expm1: (a) => `Math.expm1(${a})`,
   sqrt: (a) => `Math.sqrt(${a})`,
-  rsqrt: (a) => `(1 / Math.sqrt(${a}))`,
   sin: (a) => `Math.sin(${a})`,
   cos: (a) => `Math.cos(${a})`,
   tanh: (a) => `Math.tanh(${a})`,
-  sigmoid: (a) => `(1 / (1 + Math.exp(-${a})))`,
   relu: (a) => `Math.max(${a}, 0)`,
-  gelu: (a) => `(0.5 * ${a} * (1 + erf(${a} * 0.7071067811865476)))`,
-  geluTanh: (a) => `(0.5 * ${a} * (1 + Math.tanh(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`,
-  silu: (a) => `(${a} / (1 + Math.exp(-${a})))`,
-  softplus: (a) => `(${a} > 20 ? ${a} : Math.log1p(Math.exp(${a})))`,
   erf: (a) => `erf(${a})`,
   // torch: sign(NaN) = 0 and sign(-0) = +0
   sign: (a) => `(+(${a} > 0) - +(${a} < 0))`,
@@ -109,7 +105,7 @@ const FLOAT_RENDER: Record<ScalarOp, Render> = {
 };
 
 // int32 results wrap like C: keep intermediates in int range.
-const INT_RENDER: Partial<Record<ScalarOp, Render>> = {
+const INT_RENDER: Partial<Record<PrimitiveOp, Render>> = {
   neg: (a) => `(-${a} | 0)`,
   add: (a, b) => `((${a} + ${b}) | 0)`,
   sub: (a, b) => `((${a} - ${b}) | 0)`,
@@ -129,11 +125,21 @@ export function jsNumber(v: number): string {
   return Number.isFinite(v) ? `(${v})` : v > 0 ? 'Infinity' : v < 0 ? '-Infinity' : 'NaN';
 }
 
-/** One scalar op in JS, with int32 wrap-around where the result dtype is int32. */
-export function renderOp(op: ScalarOp, dtype: string, args: readonly string[]): string {
+/** One primitive op in JS, with int32 wrap-around where the result dtype is int32. */
+export function renderPrimitive(op: PrimitiveOp, dtype: string, args: readonly string[]): string {
   if (op === 'relu' && dtype === 'float32') return `relu32(${args[0]})`;
   const render = (dtype === 'int32' && INT_RENDER[op]) || FLOAT_RENDER[op];
   return render(args[0]!, args[1] ?? '', args[2] ?? '');
+}
+
+/** A composite op of `x` in JS: its expansion (ir/composites.ts), each primitive in `dtype` by `primitive`. */
+export function renderComposite(op: CompositeOp, dtype: string, x: string, primitive = renderPrimitive): string {
+  return expandComposite(op, x, { op: (o, ...a) => primitive(o, dtype, a), c: jsNumber });
+}
+
+/** One scalar op in JS (a composite through its expansion). */
+function renderOp(op: ScalarOp, dtype: string, args: readonly string[]): string {
+  return isComposite(op) ? renderComposite(op, dtype, args[0]!) : renderPrimitive(op, dtype, args);
 }
 
 /** A cast in JS (float32 rounds, int32 truncates, bool tests non-zero). */

@@ -37,6 +37,7 @@ import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, LoopKernel, MatmulKernel, PointwiseKernel, Reduction, RowKernel, Stmt, Store } from '../../ir/loop-ir.js';
 import { bufferDTypes, exprLoads, kernelExtent, kernelExtentWorkSym, kernelStores, kernelWork, sharedStmts, splitsBatch, symProd } from '../../ir/loop-ir.js';
 import type { ScalarOp } from '../../ir/scalar-expr.js';
+import { expandComposite, isComposite, type PrimitiveOp } from '../../ir/composites.js';
 import { symConst, symIsConst, symMul, type Sym } from '../../ir/symbolic.js';
 import { CSizes } from './sizes-c.js';
 import { renderAttention } from './attention-c.js';
@@ -243,7 +244,7 @@ function common(a: CVal, b: CVal): Kind {
 
 type F = (a: string, b: string, c: string) => string;
 
-function floatOps(t: 'f32' | 'f64'): Partial<Record<ScalarOp, F>> {
+function floatOps(t: 'f32' | 'f64'): Partial<Record<PrimitiveOp, F>> {
   const f = t === 'f32' ? 'f' : '';
   const d = t === 'f32' ? 'f' : 'd';
   const c = (v: number) => constAs(v, t);
@@ -255,16 +256,10 @@ function floatOps(t: 'f32' | 'f64'): Partial<Record<ScalarOp, F>> {
     log1p: (a) => `log1p${f}(${a})`,
     expm1: (a) => `expm1${f}(${a})`,
     sqrt: (a) => `sqrt${f}(${a})`,
-    rsqrt: (a) => `(${c(1)} / sqrt${f}(${a}))`,
     sin: (a) => `sin${f}(${a})`,
     cos: (a) => `cos${f}(${a})`,
     tanh: (a) => `tanh${f}(${a})`,
-    sigmoid: (a) => `(${c(1)} / (${c(1)} + exp${f}(-${a})))`,
     relu: (a) => `kiln_relu${d}(${a})`,
-    gelu: (a) => `(${c(0.5)} * ${a} * (${c(1)} + erf${f}(${a} * ${c(0.7071067811865476)})))`,
-    geluTanh: (a) => `(${c(0.5)} * ${a} * (${c(1)} + tanh${f}(${c(0.7978845608028654)} * (${a} + ${c(0.044715)} * ${a} * ${a} * ${a}))))`,
-    silu: (a) => `(${a} / (${c(1)} + exp${f}(-${a})))`,
-    softplus: (a) => `(${a} > ${c(20)} ? ${a} : log1p${f}(exp${f}(${a})))`,
     erf: (a) => `erf${f}(${a})`,
     sign: (a) => `kiln_sign${d}(${a})`,
     floor: (a) => `floor${f}(${a})`,
@@ -296,7 +291,7 @@ function floatOps(t: 'f32' | 'f64'): Partial<Record<ScalarOp, F>> {
 const FLOAT_OPS = { f32: floatOps('f32'), f64: floatOps('f64') };
 
 /** int32 (and bool used as a number) arithmetic: wraps modulo 2^32 as JS's |0 and Math.imul do. */
-const INT_OPS: Partial<Record<ScalarOp, F>> = {
+const INT_OPS: Partial<Record<PrimitiveOp, F>> = {
   neg: (a) => `((int32_t)(0u - (uint32_t)${a}))`,
   abs: (a) => `kiln_iabs(${a})`,
   add: (a, b) => `((int32_t)((uint32_t)${a} + (uint32_t)${b}))`,
@@ -315,11 +310,12 @@ const INT_OPS: Partial<Record<ScalarOp, F>> = {
   identity: (a) => a,
 };
 
-const CMP: Partial<Record<ScalarOp, string>> = { eq: '==', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' };
+const CMP: Partial<Record<PrimitiveOp, string>> = { eq: '==', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' };
 
-/** One scalar op in C; the result's kind is the op's dtype (bool-result ops give 0/1 ints). */
+/** One scalar op in C (a composite through its expansion, ir/composites.ts); the result's kind is the op's dtype (bool-result ops give 0/1 ints). */
 function renderOp(op: ScalarOp, dtype: DType, args: readonly CVal[]): CVal {
   const [x, y, z] = args as [CVal, CVal | undefined, CVal | undefined];
+  if (isComposite(op)) return expandComposite(op, x, { op: (o, ...a) => renderOp(o, dtype, a), c: (v) => ({ s: '', t: null, v }) });
   const cmp = CMP[op];
   if (cmp) {
     const k = common(x, y!);

@@ -3,11 +3,13 @@
 // each op, int32 and bool in i32). Semantics follow the JS and C renderers: NaN-propagating
 // max/min/relu, round half to even, int32 arithmetic wraps, typed-array store conversions
 // (ToInt32 for int32, its low byte for bool). Transcendental functions call the imported
-// Math.* in double (vectorized loops use vmath.ts instead).
+// Math.* in double (vectorized loops use vmath.ts instead); composites (ir/composites.ts) are
+// their expansions, in double.
 
 import type { DType } from '../../core/dtype.js';
 import type { Affine, LExpr, Stmt } from '../../ir/loop-ir.js';
 import type { ScalarOp } from '../../ir/scalar-expr.js';
+import { expandLoop, isComposite, type CompositeOp, type PrimitiveOp } from '../../ir/composites.js';
 import { affKey } from '../../ir/affine.js';
 import type { FuncBuilder } from './encoder.js';
 import { Op, T, type ValType } from './opcodes.js';
@@ -38,7 +40,7 @@ export interface Local {
   readonly kind: Kind;
 }
 
-const CMP: Partial<Record<ScalarOp, Record<'f32' | 'f64' | 'i32', number>>> = {
+const CMP: Partial<Record<PrimitiveOp, Record<'f32' | 'f64' | 'i32', number>>> = {
   eq: { f32: Op.f32Eq, f64: Op.f64Eq, i32: Op.i32Eq },
   ne: { f32: Op.f32Ne, f64: Op.f64Ne, i32: Op.i32Ne },
   lt: { f32: Op.f32Lt, f64: Op.f64Lt, i32: Op.i32LtS },
@@ -46,18 +48,17 @@ const CMP: Partial<Record<ScalarOp, Record<'f32' | 'f64' | 'i32', number>>> = {
   gt: { f32: Op.f32Gt, f64: Op.f64Gt, i32: Op.i32GtS },
   ge: { f32: Op.f32Ge, f64: Op.f64Ge, i32: Op.i32GeS },
 };
-const F_UNARY: Partial<Record<ScalarOp, [number, number]>> = {
+const F_UNARY: Partial<Record<PrimitiveOp, [number, number]>> = {
   neg: [Op.f32Neg, Op.f64Neg], abs: [Op.f32Abs, Op.f64Abs], sqrt: [Op.f32Sqrt, Op.f64Sqrt],
   floor: [Op.f32Floor, Op.f64Floor], ceil: [Op.f32Ceil, Op.f64Ceil], round: [Op.f32Nearest, Op.f64Nearest],
   trunc: [Op.f32Trunc, Op.f64Trunc],
 };
-const F_BINARY: Partial<Record<ScalarOp, [number, number]>> = {
+const F_BINARY: Partial<Record<PrimitiveOp, [number, number]>> = {
   add: [Op.f32Add, Op.f64Add], sub: [Op.f32Sub, Op.f64Sub], mul: [Op.f32Mul, Op.f64Mul], div: [Op.f32Div, Op.f64Div],
   maximum: [Op.f32Max, Op.f64Max], minimum: [Op.f32Min, Op.f64Min],
 };
-const IMPORTED = new Set<ScalarOp>(['exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'erf', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10']);
-const IMPORTED_BINARY = new Set<ScalarOp>(['pow', 'atan2', 'fmod', 'hypot']);
-const COMPOSITE = new Set<ScalarOp>(['sigmoid', 'silu', 'gelu', 'geluTanh', 'softplus']);
+const IMPORTED = new Set<PrimitiveOp>(['exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'erf', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10']);
+const IMPORTED_BINARY = new Set<PrimitiveOp>(['pow', 'atan2', 'fmod', 'hypot']);
 const INT_OPS = new Set<ScalarOp>(['neg', 'abs', 'add', 'sub', 'mul', 'pow', 'relu', 'sign', 'maximum', 'minimum', 'floor', 'ceil', 'round', 'trunc', 'fmod', 'identity']);
 const BOOL_OPS = new Set<ScalarOp>(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logicalNot', 'logicalAnd', 'logicalOr', 'logicalXor', 'isnan', 'isinf']);
 
@@ -74,6 +75,8 @@ export class Gen {
   vecVar = -1;
   /** dynamic kernels: the sizes read at entry (null: a static kernel, every number a constant) */
   sizes: SizeLocals | null = null;
+  /** the last id of a temporary holding a composite's argument (below any statement's and attention's) */
+  private bound = -1000;
 
   constructor(
     readonly mc: ModuleContext,
@@ -193,6 +196,15 @@ export class Gen {
   private op(op: ScalarOp, dtype: DType, args: readonly LExpr[]): Kind {
     const fb = this.fb;
     const [x, y, z] = args as [LExpr, LExpr | undefined, LExpr | undefined];
+    if (isComposite(op)) {
+      const l = fb.local(T.f64);
+      this.emit(x, 'f64');
+      fb.set(l);
+      this.compositeF64(op, l);
+      const t = dtype === 'float32' ? 'f32' : 'f64';
+      this.convert('f64', t);
+      return t;
+    }
     const cmp = CMP[op];
     if (cmp) {
       const k = this.common(x, y!);
@@ -236,7 +248,7 @@ export class Gen {
     return this.floatOp(op, 'f64', args);
   }
 
-  private floatOp(op: ScalarOp, t: 'f32' | 'f64', args: readonly LExpr[]): Kind {
+  private floatOp(op: PrimitiveOp, t: 'f32' | 'f64', args: readonly LExpr[]): Kind {
     const fb = this.fb;
     const [x, y] = args as [LExpr, LExpr | undefined];
     const i = t === 'f32' ? 0 : 1;
@@ -246,10 +258,9 @@ export class Gen {
     switch (op) {
       case 'identity': this.emit(x, t); return t;
       case 'relu': this.emit(x, t); this.constIn(0, t); fb.op(t === 'f32' ? Op.f32Max : Op.f64Max); return t;
-      case 'reciprocal': case 'rsqrt':
+      case 'reciprocal':
         this.constIn(1, t);
         this.emit(x, t);
-        if (op === 'rsqrt') fb.op(t === 'f32' ? Op.f32Sqrt : Op.f64Sqrt);
         fb.op(t === 'f32' ? Op.f32Div : Op.f64Div);
         return t;
       case 'sign': {
@@ -282,47 +293,23 @@ export class Gen {
       this.convert('f64', t);
       return t;
     }
-    if (COMPOSITE.has(op)) {
-      const l = fb.local(T.f64);
-      this.emit(x, 'f64');
-      fb.set(l);
-      this.compositeF64(op, l);
-      this.convert('f64', t);
-      return t;
-    }
     throw new Error(`kiln internal: no wasm rendering of ${op}`);
   }
 
-  /** sigmoid, silu, gelu, geluTanh, softplus of the f64 in local `l`, in double (as the JS renderer). */
-  compositeF64(op: ScalarOp, l: number): void {
-    const fb = this.fb;
-    const call = (m: MathImport) => fb.call(this.mc.mathFn(m));
-    switch (op) {
-      case 'sigmoid': case 'silu':
-        if (op === 'sigmoid') fb.f64(1);
-        else fb.get(l);
-        fb.f64(1).get(l).op(Op.f64Neg);
-        call('exp');
-        fb.op(Op.f64Add, Op.f64Div);
-        return;
-      case 'gelu':
-        fb.f64(0.5).get(l).op(Op.f64Mul).f64(1).get(l).f64(0.7071067811865476).op(Op.f64Mul);
-        call('erf');
-        fb.op(Op.f64Add, Op.f64Mul);
-        return;
-      case 'geluTanh':
-        fb.f64(0.5).get(l).op(Op.f64Mul).f64(1).f64(0.7978845608028654).get(l).f64(0.044715).get(l).op(Op.f64Mul).get(l).op(Op.f64Mul).get(l).op(Op.f64Mul, Op.f64Add, Op.f64Mul);
-        call('tanh');
-        fb.op(Op.f64Add, Op.f64Mul);
-        return;
-      case 'softplus':
-        fb.get(l).get(l);
-        call('exp');
-        call('log1p');
-        fb.get(l).f64(20).op(Op.f64Gt, Op.select);
-        return;
-    }
-    throw new Error(`kiln internal: no composite ${op}`);
+  /** A fresh id for a temporary that holds a composite's argument (tmp / vtmp). */
+  bindId(): number {
+    return --this.bound;
+  }
+
+  /**
+   * A composite of the f64 in local `l`, in double as eager computes it (and so with the imported
+   * Math functions): its expansion (ir/composites.ts) over that local.
+   */
+  compositeF64(op: CompositeOp, l: number): void {
+    const id = this.bindId();
+    this.tmp.set(id, { local: l, kind: 'f64' });
+    this.emit(expandLoop(op, { k: 'tmp', id }, 'float64'), 'f64');
+    this.tmp.delete(id);
   }
 
   private intOp(op: ScalarOp, args: readonly LExpr[]): void {

@@ -1,10 +1,13 @@
 // The f32x4 expression renderer: float32 values four lanes at a time; comparisons give lane
 // masks (all ones / zero) that `where` selects with and casts turn into 1.0 / 0.0. Anything
 // else (float64 or int32 values, argmax, strided loads) throws NotVectorizable and the loop is
-// rendered scalar. Transcendental ops without an f32x4 form run lane by lane on Math.*.
+// rendered scalar. Transcendental ops without an f32x4 form run lane by lane on Math.*; a
+// composite (ir/composites.ts) runs as its expansion in f32x4, or lane by lane in double (as the
+// scalar code computes it) when one of its primitives has no f32x4 form.
 
 import type { LExpr, Stmt } from '../../ir/loop-ir.js';
 import type { ScalarOp } from '../../ir/scalar-expr.js';
+import { COMPOSITE_OPS, expandLoop, isComposite, type CompositeOp, type PrimitiveOp } from '../../ir/composites.js';
 import { Gen, NotVectorizable, type Kind } from './gen.js';
 import { Op, Simd, T } from './opcodes.js';
 import type { MathImport } from './module-context.js';
@@ -12,10 +15,13 @@ import { vconst, verf, vexp, vlog, vtanh } from './vmath.js';
 
 type VK = 'f' | 'm';
 
-const CMP: Partial<Record<ScalarOp, number>> = { eq: Simd.f32x4Eq, ne: Simd.f32x4Ne, lt: Simd.f32x4Lt, le: Simd.f32x4Le, gt: Simd.f32x4Gt, ge: Simd.f32x4Ge };
-const UNARY: Partial<Record<ScalarOp, number>> = { neg: Simd.f32x4Neg, abs: Simd.f32x4Abs, sqrt: Simd.f32x4Sqrt, floor: Simd.f32x4Floor, ceil: Simd.f32x4Ceil, round: Simd.f32x4Nearest, trunc: Simd.f32x4Trunc };
-const BINARY: Partial<Record<ScalarOp, number>> = { add: Simd.f32x4Add, sub: Simd.f32x4Sub, mul: Simd.f32x4Mul, div: Simd.f32x4Div, maximum: Simd.f32x4Max, minimum: Simd.f32x4Min };
-const LANEWISE = new Set<ScalarOp>(['log1p', 'expm1', 'sin', 'cos', 'pow', 'softplus', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'fmod', 'hypot']);
+const CMP: Partial<Record<PrimitiveOp, number>> = { eq: Simd.f32x4Eq, ne: Simd.f32x4Ne, lt: Simd.f32x4Lt, le: Simd.f32x4Le, gt: Simd.f32x4Gt, ge: Simd.f32x4Ge };
+const UNARY: Partial<Record<PrimitiveOp, number>> = { neg: Simd.f32x4Neg, abs: Simd.f32x4Abs, sqrt: Simd.f32x4Sqrt, floor: Simd.f32x4Floor, ceil: Simd.f32x4Ceil, round: Simd.f32x4Nearest, trunc: Simd.f32x4Trunc };
+const BINARY: Partial<Record<PrimitiveOp, number>> = { add: Simd.f32x4Add, sub: Simd.f32x4Sub, mul: Simd.f32x4Mul, div: Simd.f32x4Div, maximum: Simd.f32x4Max, minimum: Simd.f32x4Min };
+const LANEWISE = new Set<PrimitiveOp>(['log1p', 'expm1', 'sin', 'cos', 'pow', 'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'fmod', 'hypot']);
+const runsLaneWise = (e: LExpr): boolean => e.k === 'op' && ((LANEWISE as ReadonlySet<ScalarOp>).has(e.op) || e.a.some(runsLaneWise));
+/** Composites with a primitive that runs lane by lane: the whole composite does. */
+const LANEWISE_COMPOSITES: ReadonlySet<CompositeOp> = new Set(COMPOSITE_OPS.filter((op) => runsLaneWise(expandLoop(op, { k: 'const', v: 0 }, 'float32'))));
 
 export class VecGen {
   constructor(readonly g: Gen) {}
@@ -82,6 +88,7 @@ export class VecGen {
   private op(op: ScalarOp, dtype: string, args: readonly LExpr[]): VK {
     const fb = this.g.fb;
     const [x, y, z] = args as [LExpr, LExpr | undefined, LExpr | undefined];
+    if (isComposite(op)) return this.composite(op, dtype, x);
     const cmp = CMP[op];
     if (cmp) return this.f(x), this.f(y!), fb.simd(cmp), 'm';
     switch (op) {
@@ -112,7 +119,6 @@ export class VecGen {
       case 'identity': this.f(x); return 'f';
       case 'relu': this.f(x); vconst(fb, 0); fb.simd(Simd.f32x4Max); return 'f';
       case 'reciprocal': one(); this.f(x); fb.simd(Simd.f32x4Div); return 'f';
-      case 'rsqrt': one(); this.f(x); fb.simd(Simd.f32x4Sqrt).simd(Simd.f32x4Div); return 'f';
       case 'exp': this.f(x); fb.call(vexp(mc)); return 'f';
       case 'log': this.f(x); fb.call(vlog(mc)); return 'f';
       case 'tanh': this.f(x); fb.call(vtanh(mc)); return 'f';
@@ -132,49 +138,24 @@ export class VecGen {
         fb.simd(Simd.f32x4Gt).simd(Simd.bitselect);
         return 'f';
       }
-      case 'sigmoid': case 'silu': {
-        const l = fb.local(T.v128);
-        this.f(x);
-        fb.set(l);
-        if (op === 'sigmoid') one();
-        else fb.get(l);
-        one();
-        fb.get(l).simd(Simd.f32x4Neg).call(vexp(mc)).simd(Simd.f32x4Add).simd(Simd.f32x4Div);
-        return 'f';
-      }
-      case 'gelu': {
-        const l = fb.local(T.v128);
-        this.f(x);
-        fb.tee(l);
-        vconst(fb, 0.5);
-        fb.simd(Simd.f32x4Mul);
-        one();
-        fb.get(l);
-        vconst(fb, 0.7071067811865476);
-        fb.simd(Simd.f32x4Mul).call(verf(mc)).simd(Simd.f32x4Add).simd(Simd.f32x4Mul);
-        return 'f';
-      }
-      case 'geluTanh': {
-        const l = fb.local(T.v128);
-        this.f(x);
-        fb.tee(l);
-        vconst(fb, 0.5);
-        fb.simd(Simd.f32x4Mul);
-        one();
-        vconst(fb, 0.7978845608028654);
-        fb.get(l);
-        vconst(fb, 0.044715);
-        fb.get(l).simd(Simd.f32x4Mul).get(l).simd(Simd.f32x4Mul).get(l).simd(Simd.f32x4Mul).simd(Simd.f32x4Add).simd(Simd.f32x4Mul);
-        fb.call(vtanh(mc)).simd(Simd.f32x4Add).simd(Simd.f32x4Mul);
-        return 'f';
-      }
     }
     if (LANEWISE.has(op)) return this.laneWise(op, x, y), 'f';
     throw new NotVectorizable(`no f32x4 form of ${op}`);
   }
 
+  /** A composite: its expansion over its argument, held in a local; lane by lane if it must. */
+  private composite(op: CompositeOp, dtype: string, x: LExpr): VK {
+    if (dtype !== 'float32') throw new NotVectorizable(`a ${dtype} ${op}`);
+    if (LANEWISE_COMPOSITES.has(op)) return this.laneWise(op, x, undefined), 'f';
+    const g = this.g, l = g.fb.local(T.v128), id = g.bindId();
+    this.f(x);
+    g.fb.set(l);
+    g.vtmp.set(id, { local: l, vk: 'f' });
+    return this.value(expandLoop(op, { k: 'tmp', id }, 'float32'));
+  }
+
   /** Each lane through the scalar double-precision code (Math.* imports). */
-  private laneWise(op: ScalarOp, x: LExpr, y: LExpr | undefined): void {
+  private laneWise(op: PrimitiveOp | CompositeOp, x: LExpr, y: LExpr | undefined): void {
     const g = this.g, fb = g.fb;
     const a = fb.local(T.v128), b = fb.local(T.v128), r = fb.local(T.v128), s = fb.local(T.f64);
     this.f(x);
@@ -184,9 +165,9 @@ export class VecGen {
     for (let lane = 0; lane < 4; lane++) {
       fb.get(r);
       fb.get(a).lane(Simd.f32x4ExtractLane, lane).op(Op.f64PromoteF32);
-      if (op === 'softplus') {
+      if (isComposite(op)) {
         fb.set(s);
-        g.compositeF64('softplus', s);
+        g.compositeF64(op, s);
       } else if (y) {
         fb.get(b).lane(Simd.f32x4ExtractLane, lane).op(Op.f64PromoteF32).call(g.mc.mathFn(op as MathImport));
       } else fb.call(g.mc.mathFn(op as MathImport));

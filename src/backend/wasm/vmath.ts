@@ -8,7 +8,8 @@
 //   tanh: absolute error < 4e-7 [3.2e-7] (Eigen's rational approximation, clamped at |x| = 7.9)
 //   erf:  absolute error < 4e-7 [3.8e-7] (Eigen/XLA rational approximation on [-4, 4])
 //   sigmoid < 2e-7 [8.9e-8] and gelu < 2e-6 [1.3e-6] absolute on [-20, 20]
-// sigmoid, silu, gelu and geluTanh are compositions of these (vector.ts).
+// The composites (ir/composites.ts: sigmoid, silu, gelu, geluTanh) are their expansions over
+// these in f32x4 (vector.ts).
 
 import type { FuncBuilder } from './encoder.js';
 import { Op, Simd, T } from './opcodes.js';

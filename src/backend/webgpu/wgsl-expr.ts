@@ -4,8 +4,8 @@
 
 import type { DType } from '../../core/dtype.js';
 import type { LExpr } from '../../ir/loop-ir.js';
-import type { ScalarOp } from '../../ir/scalar-expr.js';
 import { isBoolResult } from '../../ir/scalar-expr.js';
+import { expandLoop, isComposite, type PrimitiveOp } from '../../ir/composites.js';
 import { float64Error } from './errors.js';
 
 export type WType = 'f32' | 'i32' | 'u32';
@@ -143,7 +143,11 @@ export function render(e: LExpr, env: ExprEnv): Typed {
     case 'red': return { code: env.redName?.(e.id) ?? `r${e.id}`, type: env.redType(e.id) };
     case 'acc': return { code: 'acc', type: env.accType ?? 'f32' };
     case 'cast': return { code: castTo(render(e.a, env), wtype(e.dtype, 'cast'), env.h), type: wtype(e.dtype, 'cast') };
-    case 'op': return renderOp(e.op, wtype(e.dtype, e.op), e.a, env);
+    case 'op': {
+      const rt = wtype(e.dtype, e.op);
+      // a composite through its expansion (ir/composites.ts)
+      return isComposite(e.op) ? render(expandLoop(e.op, e.a[0]!, e.dtype), env) : renderOp(e.op, rt, e.a, env);
+    }
   }
 }
 
@@ -158,7 +162,7 @@ function castTo(x: Typed, t: WType, h: HelperSet): string {
   return convert(x, t, h);
 }
 
-function renderOp(op: ScalarOp, rt: WType, args: readonly LExpr[], env: ExprEnv): Typed {
+function renderOp(op: PrimitiveOp, rt: WType, args: readonly LExpr[], env: ExprEnv): Typed {
   const h = env.h;
   if (isBoolResult(op)) {
     if (op === 'logicalNot' || op === 'isnan' || op === 'isinf') {
@@ -192,7 +196,7 @@ function renderOp(op: ScalarOp, rt: WType, args: readonly LExpr[], env: ExprEnv)
 const zero = (t: WType) => (t === 'f32' ? '0.0' : t === 'i32' ? '0' : '0u');
 const bool = (cond: string): Typed => ({ code: `select(0u, 1u, ${cond})`, type: 'u32' });
 
-function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
+function floatOp(op: PrimitiveOp, [a, b]: string[], h: HelperSet): string {
   switch (op) {
     case 'neg': return `(-${a})`;
     case 'abs': return `abs(${a})`;
@@ -201,16 +205,10 @@ function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
     case 'log1p': return `${h.use('klog1p')}(${a})`;
     case 'expm1': return `${h.use('kexpm1')}(${a})`;
     case 'sqrt': return `sqrt(${a})`;
-    case 'rsqrt': return `(1.0 / sqrt(${a}))`;
     case 'sin': return `sin(${a})`;
     case 'cos': return `cos(${a})`;
     case 'tanh': return `${h.use('ktanh')}(${a})`;
-    case 'sigmoid': return `(1.0 / (1.0 + exp(-${a})))`;
     case 'relu': return `${h.use('krelu')}(${a})`;
-    case 'gelu': return `(0.5 * ${a} * (1.0 + ${h.use('kerf')}(${a} * 0.7071067811865476)))`;
-    case 'geluTanh': return `(0.5 * ${a} * (1.0 + ${h.use('ktanh')}(0.7978845608028654 * (${a} + 0.044715 * ${a} * ${a} * ${a}))))`;
-    case 'silu': return `(${a} / (1.0 + exp(-${a})))`;
-    case 'softplus': return `select(${h.use('klog1p')}(exp(${a})), ${a}, ${a} > 20.0)`;
     case 'erf': return `${h.use('kerf')}(${a})`;
     case 'sign': return `${h.use('ksign')}(${a})`;
     case 'floor': return `floor(${a})`;
@@ -242,7 +240,7 @@ function floatOp(op: ScalarOp, [a, b]: string[], h: HelperSet): string {
 }
 
 /** int32 arithmetic wraps in WGSL, as it does in kiln's JS kernels (| 0, Math.imul). */
-function intOp(op: ScalarOp, t: WType, [a, b]: string[], h: HelperSet): string {
+function intOp(op: PrimitiveOp, t: WType, [a, b]: string[], h: HelperSet): string {
   const f = (x: string) => `f32(${x})`;
   switch (op) {
     case 'neg': return `(-${a})`;
