@@ -29,9 +29,25 @@ const symName = (i: number) => `$s${i}`;
  */
 class KernelEmitter extends Emitter {
   private readonly hoisted = new Map<string, string>();
+  /** reductions read under another name while one expression renders (withRedName) */
+  private readonly redNames = new Map<number, string>();
   private readonly hoistedLines: string[] = [];
   constructor(readonly dynamic: boolean) {
     super();
+  }
+
+  /** The local holding reduction `id`'s value. */
+  red(id: number): string {
+    return this.redNames.get(id) ?? `r${id}`;
+  }
+  /** `render()` with reduction `id` read as `name` (an online pass's running max, before r<id> exists). */
+  withRedName(id: number, name: string, render: () => string): string {
+    this.redNames.set(id, name);
+    try {
+      return render();
+    } finally {
+      this.redNames.delete(id);
+    }
   }
 
   /** A number of the kernel: a literal, or (dynamic kernels) the local holding its value. */
@@ -91,8 +107,8 @@ function expr(e: LExpr, em: KernelEmitter): string {
   switch (e.k) {
     case 'load': return `b${e.buf}[${em.ptr(e.at)}]`;
     case 'const': return e.vSym && em.dynamic ? `(${em.num(e.v, e.vSym)})` : jsNumber(e.v);
-    case 'tmp': return (e as { name?: string }).name ?? `t${e.id}`;
-    case 'red': return `r${e.id}`;
+    case 'tmp': return `t${e.id}`;
+    case 'red': return em.red(e.id);
     case 'acc': return 'acc';
     case 'cast': return renderCast(expr(e.a, em), e.dtype);
     case 'op': {
@@ -225,7 +241,7 @@ function renderRow(k: RowKernel, em: KernelEmitter): void {
 function renderOnlinePair(em: KernelEmitter, r1: Reduction, r2: Reduction, innerVars: number[], inner: readonly string[], fromOuter: (a: Affine) => string): void {
   const on = r2.online as Exclude<Reduction['online'], { kind: 'sibling' } | undefined>;
   if (on.kind === 'softmax') {
-    const g = (name: string) => expr(substituteRed(on.shift, r1.id, name), em);
+    const g = (name: string) => em.withRedName(r1.id, name, () => expr(on.shift, em));
     const expOf = (x: string) => (r2.value.k === 'op' && r2.value.dtype === 'float32' ? `fastExp(${x})` : `Math.exp(${x})`);
     em.emit(`let om${r1.id} = -Infinity, os${r2.id} = 0;`);
     nest(em, innerVars, inner, affinesOf(r1.body, []), fromOuter, () => {
@@ -244,13 +260,6 @@ function renderOnlinePair(em: KernelEmitter, r1: Reduction, r2: Reduction, inner
     });
     em.emit(`const r${r1.id} = wm${r1.id} * ${em.num(on.n, on.nSym)}, r${r2.id} = w2${r2.id};`);
   }
-}
-
-function substituteRed(e: LExpr, id: number, name: string): LExpr {
-  if (e.k === 'red' && e.id === id) return { k: 'tmp', id: -1, name } as unknown as LExpr;
-  if (e.k === 'op') return { ...e, a: e.a.map((x) => substituteRed(x, id, name)) };
-  if (e.k === 'cast') return { ...e, a: substituteRed(e.a, id, name) };
-  return e;
 }
 
 /**
@@ -286,7 +295,7 @@ function renderAttention(k: AttentionKernel, em: KernelEmitter, prelude: string[
   em.emit('sRow[j] = sc;');
   em.emit('if (sc > mx || sc !== sc) mx = sc !== sc || mx !== mx ? NaN : sc;');
   em.emit('}');
-  em.emit(`const g = ${expr(substituteRed(k.shift, k.maxId, 'mx'), em)};`);
+  em.emit(`const g = ${em.withRedName(k.maxId, 'mx', () => expr(k.shift, em))};`);
   em.emit('let l = 0;');
   em.emit('oRow.fill(0);');
   em.emit(`for (let j = 0; j < ${k.keys}; j++) {`);
