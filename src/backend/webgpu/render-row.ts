@@ -15,7 +15,7 @@
 // fixed order by lane), and the workgroup-memory tree stops at stride n: log2(n) fewer barrier
 // levels, and the same bits every run for a given subgroup size (no atomics in the arithmetic).
 
-import type { LExpr, Reduction, RowKernel } from '../../ir/loop-ir.js';
+import type { Reduction, RowKernel } from '../../ir/loop-ir.js';
 import type { ReduceOp } from '../../ir/kernel-spec.js';
 import { Body, decompose, grid1d, planBindings, type AliasMap, type WgslKernel } from './wgsl-common.js';
 import { HelperSet, render, renderAs, type WType } from './wgsl-expr.js';
@@ -232,13 +232,6 @@ function takeArg(op: ReduceOp, t: WType, h: HelperSet): string {
   return `((${n}(b) && (!${n}(a) || bi < ai)) || (!${n}(a) && !${n}(b) && (b ${cmp} a || (b == a && bi < ai))))`;
 }
 
-function substituteRed(e: LExpr, id: number, name: string): LExpr {
-  if (e.k === 'red' && e.id === id) return { k: 'tmp', id: -1000 - id, name } as unknown as LExpr;
-  if (e.k === 'op') return { ...e, a: e.a.map((x) => substituteRed(x, id, name)) };
-  if (e.k === 'cast') return { ...e, a: substituteRed(e.a, id, name) };
-  return e;
-}
-
 function onlinePair(b: Body, r1: Reduction, r2: Reduction, innerLoop: (emit: () => void) => void, tree: (c: string[]) => void, h: HelperSet, sg: boolean): void {
   const L = b.lines;
   const on = r2.online as Exclude<Reduction['online'], { kind: 'sibling' } | undefined>;
@@ -247,7 +240,7 @@ function onlinePair(b: Body, r1: Reduction, r2: Reduction, innerLoop: (emit: () 
     // g(m): the shift as a function of the running max, rendered for a given variable
     const g = (name: string) => {
       const env = b.env();
-      return renderAs(substituteRed(on.shift, id1, name), 'f32', { ...env, tmpName: (id) => (id <= -1000 ? name : `t${id}`), tmpType: (id) => (id <= -1000 ? 'f32' : env.tmpType(id)) });
+      return renderAs(on.shift, 'f32', { ...env, redName: (id) => (id === id1 ? name : env.redName?.(id) ?? `r${id}`), redType: (id) => (id === id1 ? 'f32' : env.redType(id)) });
     };
     const nan = h.use('kisnan');
     L.push(`  var om${id1} = -${h.use('kinf')}(); var os${id2} = 0.0;`);
