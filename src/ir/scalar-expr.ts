@@ -36,6 +36,16 @@ const FLOAT_RESULT = new Set<ScalarOp>([
   'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'hypot',
 ]);
 
+// ops that evaluate a libm-class function: recomputing one in every consumer costs more than
+// reading it from a buffer (the scheduler's cost rule)
+const TRANSCENDENTAL = new Set<ScalarOp>([
+  'exp', 'log', 'log1p', 'expm1', 'tanh', 'sigmoid', 'gelu', 'geluTanh', 'silu', 'softplus', 'erf', 'pow', 'sin', 'cos', 'sqrt', 'rsqrt',
+  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'hypot',
+]);
+
+export function isTranscendental(op: string): boolean {
+  return TRANSCENDENTAL.has(op as ScalarOp);
+}
 export function isBoolResult(op: ScalarOp): boolean {
   return BOOL_RESULT.has(op);
 }

@@ -10,11 +10,7 @@ import type { Graph, GraphNode } from '../capture/graph.js';
 import type { FusionDecision } from '../../ir/lowered.js';
 import { consumersOf, isInlinable, isPointwiseNode, realConsumers, REDUCTIONS, VIEWS, viewRoot } from './node-kinds.js';
 import { printDecisions } from './print.js';
-
-const EXPENSIVE = new Set([
-  'exp', 'log', 'log1p', 'expm1', 'tanh', 'sigmoid', 'gelu', 'geluTanh', 'silu', 'softplus', 'erf', 'pow', 'sin', 'cos', 'sqrt', 'rsqrt',
-  'tan', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'log2', 'log10', 'atan2', 'hypot',
-]);
+import { isTranscendental } from '../../ir/scalar-expr.js';
 
 /** How deep the cost rule looks through a pointwise chain for transcendental work. */
 const EXPENSIVE_DEPTH = 12;
@@ -68,7 +64,7 @@ function expensive(id: number, nodes: readonly GraphNode[], mat: ReadonlySet<num
   if (depth > 0 && mat.has(id)) return false;
   if (depth > EXPENSIVE_DEPTH) return true;
   const op = n.op === 'cast' || n.op === 'full' ? n.op : (n.attrs as PointwiseAttrs | undefined)?.op ?? n.op;
-  if (EXPENSIVE.has(op)) return true;
+  if (isTranscendental(op)) return true;
   return n.inputs.some((i) => isInlinable(nodes[i]!) && expensive(i, nodes, mat, depth + 1));
 }
 
