@@ -4,6 +4,7 @@
 // first use), eager kernels and every spec other than `loop` are the wrapped JS backend's.
 // Browser-safe: Node-only parts (worker_threads) are reached through process.getBuiltinModule.
 
+import type { WasmStatsSection } from '../../core/stats.js';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../../core/dtype.js';
@@ -51,14 +52,8 @@ interface WasmKernel extends PreparedKernel {
   readonly packs: PackedOperands;
 }
 
-export interface WasmStats {
-  threads: number;
-  singleThreadReason: string | null;
-  modules: number;
-  kernels: number;
-  kernelHits: number;
-  compileMs: number;
-  parallelLaunches: number;
+/** kiln.stats().wasm's fields, with the heap's whole statistics instead of its bytes in use. */
+export interface WasmStats extends Omit<WasmStatsSection, 'heapBytesInUse'> {
   heap: HeapStats;
 }
 
