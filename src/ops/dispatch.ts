@@ -6,7 +6,7 @@ import type { Backend } from '../backend/backend.js';
 import type { ViewArg } from '../ir/kernel-spec.js';
 import type { DType, TypedArray } from '../core/dtype.js';
 import { TYPED_ARRAY, isFloat } from '../core/dtype.js';
-import { ArgumentError, NumericsError, OutOfMemoryError, fmtShape } from '../core/errors.js';
+import { ArgumentError, KilnError, NumericsError, OutOfMemoryError, fmtShape } from '../core/errors.js';
 import { numel } from '../core/shape.js';
 import { GradNode, edgeOf, type BackwardFn, type Edge } from '../autograd/node.js';
 import { isGradEnabled, setGradEnabled } from '../autograd/grad-mode.js';
@@ -58,7 +58,7 @@ export interface TraceHook {
 /** The default backend until kiln's API sets one (src/api/eager.ts): any use says what is missing. */
 const NO_BACKEND = new Proxy({} as Backend, {
   get(_, key) {
-    throw new Error(`no default backend (reading its '${String(key)}'): import 'kilnjs' or 'kilnjs/node', which set it, or call setDefaultBackend`);
+    throw new KilnError(`no default backend (reading its '${String(key)}')`, 'eager ops', "import 'kilnjs' or 'kilnjs/node' (they set it), or call setDefaultBackend");
   },
 });
 
