@@ -77,8 +77,6 @@ const THREADS = threadCount();
 
 // ---------------------------------------------------------------- helpers
 
-type Variant = { kind: 'kiln'; backend: 'eager' | string } | { kind: 'peer'; peer: Peer };
-
 interface Check { ok: boolean; relErr: number; summary: string }
 interface CompileTime { firstCallMs: number; compileMs: number; overheadMs?: number; native?: Record<string, number>; cache?: Record<string, number> }
 interface VariantResult {
@@ -377,7 +375,7 @@ const bars: Bar[] = checkBars({
 });
 console.log(`\nissue 5 bars${QUICK ? ' (--quick: noisy, not a result)' : ''}:`);
 for (const b of bars) console.log(`  ${b.status.padEnd(4)} ${b.name}: ${b.detail}`);
-const compileDefault = resolveKernelBackend(undefined).choice.chosen, auto = resolveKernelBackend('auto').choice.chosen;
+const compileDefault = resolveKernelBackend(undefined, runtime.backend).choice.chosen, auto = resolveKernelBackend('auto', runtime.backend).choice.chosen;
 const eagerBars: Bar[] = checkEagerBars({ medians, missing, workloads: IDS, w5Flops: 2 * 1024 ** 3, compileDefault, auto });
 console.log(`\nissue 21 bars (eager on wasm kernels)${QUICK ? ' (--quick: noisy, not a result)' : ''}:`);
 for (const b of eagerBars) console.log(`  ${b.status.padEnd(4)} ${b.name}: ${b.detail}`);
