@@ -7,7 +7,7 @@
 
 import type { Backend, BackendBuffer, PreparedKernel } from '../../backend/backend.js';
 import type { DType } from '../../core/dtype.js';
-import { Storage } from '../../tensor/storage.js';
+import { CallBuffers } from './call-buffers.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { kernelStores, printKernel, specializeKernel, type LoopKernel } from '../../ir/loop-ir.js';
 import type { BufferView } from '../../ir/lowered.js';
@@ -130,13 +130,9 @@ export class DynamicProgram {
     if (!this.prepared) return this.runSpecialized(values, inputs);
     const st = this.state(values);
     const l = this.lowered;
-    const bufs: BackendBuffer[] = new Array(l.buffers.length + 1);
-    const storages = new Map<number, Storage>();
-    l.inputBuffers.forEach((b, i) => {
-      const s = inputs[i]!.storage;
-      bufs[b] = s.buf;
-      storages.set(b, s);
-    });
+    // one slot past the lowered buffers: the sizes buffer of the symbolic kernels
+    const call = new CallBuffers(l.buffers.length + 1, l.inputBuffers, inputs);
+    const bufs = call.bufs;
     for (const [id, buf] of this.consts) bufs[id] = buf;
     for (const [id, c] of this.iotas) bufs[id] = this.iotaBuffer(id, c, st.bufSizes[id]!);
     // scratch slots grow to the largest size they hold at these sizes
@@ -153,9 +149,7 @@ export class DynamicProgram {
       if (slot >= 0 && !output) bufs[id] = this.slotBufs[slot]!;
       else if (!output) bufs[id] = this.mem.alloc(dtype, Math.max(1, st.bufSizes[id]!), 'shared');
       else {
-        const s = this.outputs.output(id, dtype, Math.max(1, st.bufSizes[id]!));
-        bufs[id] = s.buf;
-        storages.set(id, s);
+        call.hold(id, this.outputs.output(id, dtype, Math.max(1, st.bufSizes[id]!)));
       }
     }
     values.forEach((v, i) => (this.sizesHost[i] = v));
@@ -183,11 +177,7 @@ export class DynamicProgram {
       sink.span('program', `dynamic program (${view.kernelBackend.name}, sizes ${values.join(', ')})`, t0, performance.now());
     }
     for (const i of this.writtenInputs) inputs[i]!.storage.version++;
-    return st.outputs.map((o) => {
-      let s = storages.get(o.buf);
-      if (!s) storages.set(o.buf, (s = new Storage(this.backend, bufs[o.buf]!, false)));
-      return new Tensor(s, o.shape, o.strides, o.offset, o.dtype);
-    });
+    return call.tensors(st.outputs, this.backend);
   }
 
   /** The program as the profiler reports it at one set of sizes: its kernels specialized (made once per size, when profiled). */

@@ -11,6 +11,7 @@ import { defaultGenerator } from '../../core/random.js';
 import { isGradEnabled, setGradEnabled } from '../../autograd/grad-mode.js';
 import { runtime } from '../../ops/dispatch.js';
 import { Storage } from '../../tensor/storage.js';
+import { CallBuffers } from './call-buffers.js';
 import { Tensor } from '../../tensor/tensor.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, printKernel, type LoopKernel, type MatmulKernel } from '../../ir/loop-ir.js';
 import { affKey } from '../../ir/affine.js';
@@ -188,21 +189,14 @@ export class FusedProgram {
 
   run(inputs: readonly Tensor[]): Tensor[] {
     const l = this.lowered;
-    const bufs: BackendBuffer[] = new Array(l.buffers.length);
-    const storages = new Map<number, Storage>();
-    l.inputBuffers.forEach((b, i) => {
-      const st = inputs[i]!.storage;
-      bufs[b] = st.buf;
-      storages.set(b, st);
-    });
+    const call = new CallBuffers(l.buffers.length, l.inputBuffers, inputs);
+    const bufs = call.bufs;
     for (const [id, buf] of this.constants) bufs[id] = buf;
     for (const [id, slot] of this.slotted) bufs[id] = this.scratch[slot]!;
     for (const b of this.perCall) {
       if (!b.output) bufs[b.id] = this.kernelBackend.alloc(b.dtype, b.size, 'shared');
       else {
-        const st = this.outputs.output(b.id, b.dtype, b.size);
-        bufs[b.id] = st.buf;
-        storages.set(b.id, st);
+        call.hold(b.id, this.outputs.output(b.id, b.dtype, b.size));
       }
     }
     const sink = profiling.sink;
@@ -218,15 +212,7 @@ export class FusedProgram {
       }
     }
     for (const i of this.writtenInputs) inputs[i]!.storage.version++;
-    return l.outputs.map((o) => {
-      let st = storages.get(o.buf);
-      if (!st) {
-        // an output that is a constant: hand out a copy-free borrowed view
-        st = new Storage(this.backend, bufs[o.buf]!, false);
-        storages.set(o.buf, st);
-      }
-      return new Tensor(st, o.shape, o.strides, o.offset, o.dtype);
-    });
+    return call.tensors(l.outputs, this.backend);
   }
 
   /**
