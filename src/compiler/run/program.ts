@@ -13,6 +13,7 @@ import { assign } from '../../ops/inplace.js';
 import { Storage, memoryStats } from '../../tensor/storage.js';
 import { Tensor } from '../../tensor/tensor.js';
 import type { Graph } from '../capture/graph.js';
+import type { BufferView } from '../../ir/lowered.js';
 
 class SlotBuffer implements BackendBuffer {
   constructor(readonly slot: number, readonly dtype: DType, readonly size: number) {}
@@ -89,12 +90,9 @@ function bindView(v: ViewArg, bind: [ViewArg, number][]): ViewArg {
   return c;
 }
 
-export interface ProgramOutput {
+/** An output of a replayed program: a strided window of one of its slots. */
+export interface ProgramOutput extends Omit<BufferView, 'buf'> {
   readonly slot: number;
-  readonly shape: readonly number[];
-  readonly strides: readonly number[];
-  readonly offset: number;
-  readonly dtype: DType;
 }
 
 export interface ProgramOptions {
