@@ -659,6 +659,7 @@ export class CompiledFunction {
       runGraph = part.fwd;
       program = new AotProgram(this.name, dyn.aot.fwd, dyn.aot.bwd, part, originalOutputs.length, joint.diffResults.map((id) => originalOutputs.indexOf(id)), joint.grads.map((g) => forwardInputs(graph).indexOf(g.input)));
       counters.aotCompiles++;
+      counters.graphsCompiled++;
       dyn.used = true;
     } else if (joint) {
       const part = partitionJoint(optimized, originalOutputs.length);
@@ -674,6 +675,7 @@ export class CompiledFunction {
     } else if (useProgram && dyn && !dyn.used && args && dyn.matches(optimized)) {
       // the dynamic program serves this call (its graph at these sizes is this graph)
       program = dyn.program;
+      counters.graphsCompiled++;
       dyn.used = true;
     } else if (useProgram) {
       program = this.segments.get(key) ?? null;
