@@ -110,7 +110,7 @@ test('the MLP example: compiled module forward and 20 compiled Adam steps equal 
 });
 
 test('optimizer state created while tracing stays per parameter (CSE-merged values get their own memory), in every backend', () => {
-  for (const backend of ['js', 'eager']) {
+  for (const backend of ['js', 'wasm', 'eager']) {
     kiln.compiler.reset();
     const m = build(11);
     const opt = new kiln.optim.AdamW(m.parameters(), { lr: 1e-2 });
@@ -121,7 +121,10 @@ test('optimizer state created while tracing stays per parameter (CSE-merged valu
     const steps = states.map((s) => Object.values(s).find((t) => t.ndim === 0)!);
     assert.equal(new Set(steps.map((t) => t.storage)).size, steps.length, `${backend}: every parameter has its own step counter`);
     for (const t of steps) assert.equal(t.item(), 3, `${backend}: three steps counted`);
-    assertCompiledRan(backend);
+    // backend 'eager' replays the trace node by node by design: the first trace makes the
+    // optimizer state (one-shot), the second is the entry, the third call replays it
+    if (backend === 'eager') assert.deepEqual([kiln.stats().compiles, kiln.stats().cacheHits], [1, 1], 'eager: one entry, one replay');
+    else assertCompiledRan(backend);
   }
 });
 
