@@ -5,6 +5,9 @@
 // claims chunks until none is left (claimChunks); the caller then waits for the done count and
 // reruns any chunk that failed, so the real error surfaces on its thread with its message.
 
+/** Kernels with less work (elements or multiply-adds) run on the calling thread: posting to the pool costs ~50 µs. */
+export const PARALLEL_WORK = 1 << 17;
+
 /** Slots of the control array (Int32 indices) and the claim counter's bit split. */
 export const CTL = {
   /** epoch << IDX_BITS | the next chunk to claim */

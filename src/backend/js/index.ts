@@ -1,6 +1,7 @@
 // The JavaScript backend: buffers are typed arrays, kernels are generated JS functions
 // (pointwise, reductions) or hand-written loops (matmul, indexing, windows).
 
+import { PARALLEL_WORK } from './chunk-protocol.js';
 import { TYPED_ARRAY, type DType, type TypedArray } from '../../core/dtype.js';
 import { OutOfMemoryError, fmtBytes } from '../../core/errors.js';
 import { integerStream, normalStream, uniformStream } from '../../core/random.js';
@@ -19,8 +20,6 @@ import { chunkGrain, getThreadPool, isShared } from './threads.js';
 import { kernelLoads, kernelStores, type GroupKernel, type KernelSizes, type LoopKernel } from '../../ir/loop-ir.js';
 import { symbolicRunner } from './symbolic-runner.js';
 
-/** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
-const PARALLEL_WORK = 1 << 17;
 /**
  * Eager buffers are plain memory (shared memory made eager kernels 10-15% slower here);
  * compiled programs allocate theirs shared, and move inputs there on first parallel use.

@@ -2,15 +2,13 @@
 // it reads the sizes s0, s1, ... from the sizes buffer itself. Its loop extents, and so how it
 // splits across worker threads, are evaluated per distinct sizes at launch (cached).
 
+import { PARALLEL_WORK } from './chunk-protocol.js';
 import type { TypedArray } from '../../core/dtype.js';
 import type { KernelArgs } from '../../ir/kernel-spec.js';
 import { kernelExtent, kernelLoads, kernelStores, kernelWork, specializeKernel, type KernelSizes, type LoopKernel } from '../../ir/loop-ir.js';
 import type { JsBuffer } from './index.js';
 import { compileKernel, type LoopFn } from './render-loop.js';
 import { getThreadPool, isShared } from './threads.js';
-
-/** as for static kernels: below this, messaging threads costs more than it saves */
-const PARALLEL_WORK = 1 << 17;
 
 interface Launch {
   readonly fn: LoopFn;

@@ -4,6 +4,7 @@
 // first use), eager kernels and every spec other than `loop` are the wrapped JS backend's.
 // Browser-safe: Node-only parts (worker_threads) are reached through process.getBuiltinModule.
 
+import { PARALLEL_WORK } from '../js/chunk-protocol.js';
 import type { WasmStatsSection } from '../../core/stats.js';
 import type { Backend, BackendBuffer, PreparedKernel } from '../backend.js';
 import type { KernelArgs, KernelSpec } from '../../ir/kernel-spec.js';
@@ -24,9 +25,6 @@ import { panelColumns } from './matmul.js';
 
 export { WasmCompileError, WasmUnavailableError } from './errors.js';
 export { renderModule } from './render.js';
-
-/** Kernels with less work than this run on the calling thread (messaging costs ~50 µs). */
-const PARALLEL_WORK = 1 << 17;
 
 interface CompiledFn {
   readonly fn: (...a: number[]) => void;
